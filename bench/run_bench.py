@@ -1,0 +1,1225 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: ``bf-assets review`` against Benchflow's ``validate_run_artifacts.py``.
+
+Every tool runs as a child process with its stdout sent to a file; the wall time is taken with
+``time.perf_counter`` around the child and the peak RSS is the child's ``ru_maxrss`` as returned
+by ``os.wait4``.  Runs alternate between the two tools and the tables report medians.
+
+Standard library only, plus the project's own corpus generator ``bf_assets.sample.generator``.
+See ``bench/README.md`` for the scenarios and the targets.  No timing figure from here belongs
+in a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WORK = REPO_ROOT / "bench" / "corpora"
+DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
+
+SCENARIOS = ("small", "heavy", "scale", "dagster", "cache")
+DEFAULT_SCENARIOS = ("small", "heavy")
+
+MARKER_NAME = ".bench-corpus.json"
+MARKER_VERSION = 1
+SEED = 0
+HEALTHY_FRACTION = 0.8
+HEAVY_TOOL_OUTPUT_BYTES = 1500
+HEAVY_TASK = "heavy-task"
+HEAVY_JOB = "2026-01-01__00-00-00"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    small: int
+    heavy_exchanges: int
+    scale: tuple[int, ...]
+
+
+FULL_SIZES = Sizes(small=2000, heavy_exchanges=400, scale=(1000, 5000, 20000))
+QUICK_SIZES = Sizes(small=40, heavy_exchanges=20, scale=(40, 80, 160))
+
+# Targets (README.md): ratios are ours/theirs unless stated otherwise.
+HEAVY_MAX_WALL_RATIO = 1 / 5
+HEAVY_MAX_RSS_RATIO = 1 / 4
+HEAVY_MAX_RSS_MB = 200.0
+SMALL_MAX_WALL_RATIO = 1.0
+SCALE_MAX_GROWTH = 1.5
+DAGSTER_MAX_RATIO = 2.0
+CACHE_MIN_SPEEDUP = 10.0
+
+TRACEBACK_MARKER = b"Traceback (most recent call last)"
+STDERR_TAIL_BYTES = 2000
+SUMMARY_PARSE_LIMIT = 512 * 1024 * 1024
+
+MB = 1_000_000  # every "MB" printed here is 10**6 bytes
+
+
+class BenchError(Exception):
+    """A problem the user has to fix; printed as a single message, never as a traceback."""
+
+
+# --------------------------------------------------------------------------------------------
+# Measuring one child process
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Invocation:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    cleanup: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class Measurement:
+    tool: str
+    run: int
+    argv: list[str]
+    wall_s: float
+    peak_rss_kib: int
+    exit_code: int  # negative: killed by that signal
+    failure: str | None
+    stdout_bytes: int
+    summary: dict[str, Any] | None
+    stderr_tail: str
+    warning: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def peak_rss_mb(self) -> float:
+        return self.peak_rss_kib * 1024 / MB
+
+
+def _rss_kib(usage: Any) -> int:
+    # ru_maxrss is KiB on Linux and bytes on macOS.
+    raw = int(usage.ru_maxrss)
+    return raw // 1024 if sys.platform == "darwin" else raw
+
+
+def _file_contains(path: Path, needle: bytes, chunk: int = 1 << 20) -> bool:
+    keep = len(needle) - 1
+    tail = b""
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(chunk)
+            if not block:
+                return False
+            if needle in tail + block:
+                return True
+            tail = block[-keep:] if keep else b""
+
+
+def _file_tail(path: Path, limit: int = STDERR_TAIL_BYTES) -> str:
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        if size > limit:
+            fh.seek(size - limit)
+        return fh.read().decode("utf-8", "replace").strip()
+
+
+def _first_int(d: dict[str, Any], keys: Sequence[str]) -> int | None:
+    for key in keys:
+        value = d.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def summarize_output(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A small summary of a tool's JSON report (after the clock stopped), and a warning."""
+    size = path.stat().st_size
+    if size == 0:
+        return None, "empty stdout"
+    if size > SUMMARY_PARSE_LIMIT:
+        return None, f"stdout of {size / MB:.0f} MB not parsed"
+    text = path.read_text("utf-8", "replace")
+    try:
+        doc: Any = json.loads(text)
+    except ValueError:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        try:
+            last = json.loads(lines[-1])
+        except (ValueError, IndexError):
+            return None, "stdout is not JSON"
+        doc = last if isinstance(last, dict) else {}
+        doc = {"jsonl_lines": len(lines), **doc}
+    if not isinstance(doc, dict):
+        return {"type": type(doc).__name__}, None
+    summary: dict[str, Any] = {}
+    nested = doc.get("summary")
+    if isinstance(nested, dict):
+        summary.update(
+            {k: v for k, v in nested.items() if isinstance(v, (int, float, str, bool)) or v is None}
+        )
+    for key, value in doc.items():
+        if key != "summary" and isinstance(value, (int, float, bool)):
+            summary.setdefault(key, value)
+    for key in ("rollouts", "trials"):
+        if isinstance(doc.get(key), list):
+            summary.setdefault(f"n_{key}", len(doc[key]))
+    return summary, None
+
+
+def trial_count(m: Measurement) -> int | None:
+    if not m.summary:
+        return None
+    return _first_int(m.summary, ("checked", "n_trials", "trials", "total", "n_rollouts"))
+
+
+def measure(
+    tool: str,
+    run: int,
+    inv: Invocation,
+    scratch: Path,
+    timeout_s: float,
+    traceback_is_crash: bool = True,
+) -> Measurement:
+    """Run one child; wall clock around it, peak RSS from ``os.wait4``."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    out_path = scratch / f"stdout-{uuid.uuid4().hex}.txt"
+    err_path = scratch / f"stderr-{uuid.uuid4().hex}.txt"
+    timed_out = threading.Event()
+    try:
+        with out_path.open("wb") as out, err_path.open("wb") as err:
+            start = time.perf_counter()
+            try:
+                proc = subprocess.Popen(
+                    inv.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    env=inv.env,
+                    cwd=inv.cwd,
+                )
+            except OSError as exc:
+                raise BenchError(f"cannot start {shlex.join(inv.argv)}: {exc}") from None
+
+            def _kill() -> None:
+                timed_out.set()
+                proc.kill()
+
+            timer = threading.Timer(timeout_s, _kill)
+            timer.daemon = True
+            timer.start()
+            try:
+                # Wait for the exit without reaping, so the timer can never signal a reused pid.
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+                wall = time.perf_counter() - start
+            except BaseException:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                proc.returncode = -signal.SIGKILL
+                raise
+            finally:
+                timer.cancel()
+                timer.join()
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+
+        code = proc.returncode
+        failure: str | None = None
+        if timed_out.is_set():
+            failure = f"timed out after {timeout_s:.0f} s"
+        elif code < 0:
+            failure = f"killed by {signal.Signals(-code).name}"
+        elif code >= 2:
+            failure = f"exit code {code}"
+        elif traceback_is_crash and _file_contains(err_path, TRACEBACK_MARKER):
+            failure = f"crashed: Python traceback on stderr (exit code {code})"
+        summary, warning = summarize_output(out_path)
+        return Measurement(
+            tool=tool,
+            run=run,
+            argv=inv.argv,
+            wall_s=wall,
+            peak_rss_kib=_rss_kib(usage),
+            exit_code=code,
+            failure=failure,
+            stdout_bytes=out_path.stat().st_size,
+            summary=summary,
+            stderr_tail=_file_tail(err_path),
+            warning=warning,
+        )
+    finally:
+        for path in (out_path, err_path):
+            path.unlink(missing_ok=True)
+        for path in inv.cleanup:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Corpora
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Corpus:
+    name: str
+    root: Path
+    jobs: Path
+    stats: dict[str, Any]
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.stats["trials"])
+
+
+def _walk_files(root: Path) -> Iterator[Path]:
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            yield Path(dirpath) / name
+
+
+def tree_stats(jobs: Path) -> dict[str, Any]:
+    files = 0
+    total = 0
+    jsonl = 0
+    trials = 0
+    for path in _walk_files(jobs):
+        size = path.stat().st_size
+        files += 1
+        total += size
+        if path.name.endswith(".jsonl"):
+            jsonl += size
+        if path.name == "result.json":
+            trials += 1
+    return {"files": files, "bytes": total, "jsonl_bytes": jsonl, "result_json_files": trials}
+
+
+def prewarm(jobs: Path) -> None:
+    """Read every file once so that no tool pays for a cold page cache the other did not."""
+    for path in _walk_files(jobs):
+        with path.open("rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
+def _source_digest(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _fixture_digest(job_dir: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(_walk_files(job_dir)):
+        digest.update(str(path.relative_to(job_dir)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class CorpusFactory:
+    """Builds corpora under ``work`` and reuses one whose marker file matches its spec."""
+
+    def __init__(self, work: Path, fixture_job: Path | None) -> None:
+        self.work = work
+        self.fixture_job = fixture_job
+        self._generator: ModuleType | None = None
+        self._generator_digest: str | None = None
+        self._fixture_digest: str | None = None
+
+    # -- sources ---------------------------------------------------------------------------
+
+    def generator(self) -> ModuleType:
+        if self._generator is None:
+            if str(REPO_ROOT) not in sys.path:
+                sys.path.insert(0, str(REPO_ROOT))
+            try:
+                module = importlib.import_module("bf_assets.sample.generator")
+            except Exception as exc:  # any import failure is reported plainly
+                raise BenchError(
+                    "the corpus generator bf_assets.sample.generator cannot be imported "
+                    f"({type(exc).__name__}: {exc}). Corpora are generated with it; until it "
+                    "exists, only the small and scale scenarios can run, on copies of a "
+                    "fixture job (--fixture-job DIR)."
+                ) from None
+            for name in ("generate_corpus", "write_heavy_trial"):
+                if not callable(getattr(module, name, None)):
+                    raise BenchError(f"bf_assets.sample.generator has no function {name}()")
+            sources = list(Path(module.__file__ or "").parent.glob("*.py"))
+            self._generator_digest = _source_digest(sources)
+            self._generator = module
+        return self._generator
+
+    def check_available(self, need_generated: bool, need_heavy: bool) -> None:
+        if need_heavy or (need_generated and self.fixture_job is None):
+            self.generator()
+
+    # -- building --------------------------------------------------------------------------
+
+    def _ensure(
+        self, name: str, spec: dict[str, Any], build: Callable[[Path], dict[str, Any]]
+    ) -> Corpus:
+        root = self.work / name
+        jobs = root / "jobs"
+        marker = root / MARKER_NAME
+        spec = {"marker_version": MARKER_VERSION, **spec}
+        if marker.is_file():
+            try:
+                saved = json.loads(marker.read_text())
+            except (OSError, ValueError):
+                saved = None
+            if isinstance(saved, dict) and saved.get("spec") == spec and jobs.is_dir():
+                print(f"  corpus {name}: reusing {root}")
+                return Corpus(name, root, jobs, saved["stats"])
+        if root.exists():
+            print(f"  corpus {name}: marker missing or stale, rebuilding")
+            shutil.rmtree(root)
+        jobs.mkdir(parents=True)
+        print(f"  corpus {name}: generating in {root} ...", flush=True)
+        started = time.perf_counter()
+        extra = build(root)
+        stats = {**tree_stats(jobs), **extra}
+        stats.setdefault("trials", stats["result_json_files"])
+        stats["build_s"] = round(time.perf_counter() - started, 2)
+        marker.write_text(json.dumps({"spec": spec, "stats": stats}, indent=2) + "\n")
+        print(
+            f"  corpus {name}: {stats['trials']:,} trials, {stats['files']:,} files, "
+            f"{stats['bytes'] / MB:.1f} MB, built in {stats['build_s']:.1f} s"
+        )
+        return Corpus(name, root, jobs, stats)
+
+    def trials(self, n_trials: int) -> Corpus:
+        """``n_trials`` small trials: generated, or copies of the fixture job."""
+        if self.fixture_job is not None:
+            return self._fixture_copies(n_trials)
+        gen = self.generator()
+        spec = {
+            "kind": "generated",
+            "n_trials": n_trials,
+            "seed": SEED,
+            "healthy_fraction": HEALTHY_FRACTION,
+            "generator_digest": self._generator_digest,
+        }
+
+        def build(root: Path) -> dict[str, Any]:
+            made = gen.generate_corpus(root, n_trials, seed=SEED, healthy_fraction=HEALTHY_FRACTION)
+            return {"trials": len(made)} if isinstance(made, list) else {}
+
+        return self._ensure(f"trials-{n_trials}", spec, build)
+
+    def _fixture_copies(self, n_trials: int) -> Corpus:
+        src = self.fixture_job
+        assert src is not None
+        per_copy = sum(1 for _ in src.rglob("result.json"))
+        if per_copy == 0:
+            raise BenchError(f"--fixture-job {src} holds no result.json")
+        copies = math.ceil(n_trials / per_copy)
+        if self._fixture_digest is None:
+            self._fixture_digest = _fixture_digest(src)
+        spec = {
+            "kind": "fixture-copies",
+            "source": str(src),
+            "source_digest": self._fixture_digest,
+            "copies": copies,
+        }
+
+        def build(root: Path) -> dict[str, Any]:
+            for i in range(copies):
+                shutil.copytree(src, root / "jobs" / f"{src.name}__copy{i:05d}")
+            return {"trials": copies * per_copy, "copies": copies}
+
+        return self._ensure(f"fixture-{src.name}-x{copies}", spec, build)
+
+    def heavy(self, n_exchanges: int) -> Corpus:
+        gen = self.generator()
+        spec = {
+            "kind": "heavy",
+            "n_exchanges": n_exchanges,
+            "tool_output_bytes": HEAVY_TOOL_OUTPUT_BYTES,
+            "task": HEAVY_TASK,
+            "seed": SEED,
+            "generator_digest": self._generator_digest,
+        }
+
+        def build(root: Path) -> dict[str, Any]:
+            job_dir = root / "jobs" / HEAVY_JOB
+            job_dir.mkdir(parents=True, exist_ok=True)
+            trial = Path(
+                gen.write_heavy_trial(
+                    job_dir,
+                    n_exchanges=n_exchanges,
+                    tool_output_bytes=HEAVY_TOOL_OUTPUT_BYTES,
+                    task=HEAVY_TASK,
+                    seed=SEED,
+                )
+            )
+            llm = trial / "trajectory" / "llm_trajectory.jsonl"
+            if not llm.is_file():
+                found = sorted(trial.rglob("llm_trajectory.jsonl"), key=lambda p: p.stat().st_size)
+                llm = found[-1] if found else llm
+            llm_bytes = llm.stat().st_size if llm.is_file() else 0
+            trial_jsonl = sum(p.stat().st_size for p in trial.rglob("*.jsonl"))
+            return {"trial": str(trial), "llm_bytes": llm_bytes, "trial_jsonl_bytes": trial_jsonl}
+
+        return self._ensure(f"heavy-{n_exchanges}", spec, build)
+
+
+# --------------------------------------------------------------------------------------------
+# Tools
+# --------------------------------------------------------------------------------------------
+
+
+def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    # Our package may not be installed (namespace package from the clone): make it importable.
+    path = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(REPO_ROOT) + (os.pathsep + path if path else "")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _probe(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[bool, str]:
+    """Run ``argv`` (a ``--help`` call) and return (ok, output or reason)."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=env,
+            cwd=cwd,
+            timeout=300,
+            check=False,
+        )
+    except OSError as exc:
+        return False, str(exc)
+    except subprocess.TimeoutExpired:
+        return False, "no answer to --help within 300 s"
+    text = (done.stdout + done.stderr).decode("utf-8", "replace")
+    if done.returncode != 0:
+        last = [ln for ln in text.strip().splitlines() if ln.strip()][-3:]
+        return False, f"exit code {done.returncode}: " + " | ".join(last)
+    return True, text
+
+
+class Tools:
+    def __init__(self, args: argparse.Namespace, scratch: Path) -> None:
+        self.scratch = scratch
+        self.timeout_s: float = args.timeout
+        self.validator: Path | None = args.validator
+        self.validator_sha256: str | None = None
+        self.skip_ours: bool = args.skip_ours
+        self.cache_flag: str = args.cache_flag
+        if args.ours_cmd:
+            self.ours = shlex.split(args.ours_cmd)
+        else:
+            script = Path(sys.executable).parent / "bf-assets"
+            if script.is_file():
+                self.ours = [str(script), "review"]
+            else:
+                self.ours = [sys.executable, "-m", "bf_assets.cli", "review"]
+        if args.release_cmd:
+            self.release_template: list[str] | None = shlex.split(args.release_cmd)
+        elif self.ours and self.ours[-1] == "review":
+            self.release_template = [*self.ours[:-1], "release", "{jobs}"]
+        else:
+            self.release_template = None
+        self.ours_help = ""
+        self.release_problem: str | None = None
+
+    # -- availability ----------------------------------------------------------------------
+
+    def check_validator(self) -> None:
+        if self.validator is None:
+            return
+        path = self.validator.expanduser().resolve()
+        if not path.is_file():
+            raise BenchError(f"--validator {self.validator}: no such file")
+        self.validator = path
+        self.validator_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        ok, text = _probe([sys.executable, str(path), "--help"], _child_env(), self.scratch)
+        if not ok:
+            raise BenchError(f"the validator does not run: {shlex.join([str(path)])}: {text}")
+
+    def check_ours(self) -> None:
+        if self.skip_ours:
+            return
+        ok, text = _probe([*self.ours, "--help"], _child_env(), self.scratch)
+        if not ok:
+            raise BenchError(
+                f"our review command is not available: `{shlex.join(self.ours)} --help` "
+                f"failed ({text}). Point --ours-cmd at it, or pass --skip-ours to measure "
+                "only the Benchflow validator."
+            )
+        self.ours_help = text
+
+    def check_release(self) -> None:
+        if self.release_template is None:
+            self.release_problem = "no release command (set --release-cmd)"
+            return
+        base = [a for a in self.release_template if "{" not in a]
+        ok, text = _probe([*base, "--help"], _child_env(), self.scratch)
+        if not ok:
+            self.release_problem = f"`{shlex.join(base)} --help` failed ({text})"
+
+    @property
+    def has_cache_flag(self) -> bool:
+        return bool(self.cache_flag) and self.cache_flag in self.ours_help
+
+    # -- invocations -----------------------------------------------------------------------
+
+    def _fresh_dir(self, prefix: str) -> Path:
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=self.scratch))
+
+    def ours_review(self, jobs: Path, cache_dir: Path | None = None) -> Invocation:
+        """Our review; a fresh, empty cache unless ``cache_dir`` is given (cache scenario)."""
+        cleanup: list[Path] = []
+        if cache_dir is None:
+            cache_dir = self._fresh_dir("cache-")
+            cleanup.append(cache_dir)
+        argv = [*self.ours, str(jobs), "--json"]
+        if self.has_cache_flag:
+            argv += [self.cache_flag, str(cache_dir)]
+        env = _child_env({"XDG_CACHE_HOME": str(cache_dir)})
+        return Invocation(argv, env, self.scratch, cleanup)
+
+    def theirs(self, jobs: Path) -> Invocation:
+        assert self.validator is not None
+        return Invocation(
+            [sys.executable, str(self.validator), str(jobs), "--json"], _child_env(), self.scratch
+        )
+
+    def release(self, corpus: Corpus) -> Invocation:
+        assert self.release_template is not None
+        run_dir = self._fresh_dir("release-")
+        home = run_dir / "dagster_home"
+        out = run_dir / "out"
+        cache = run_dir / "cache"
+        for d in (home, out, cache):
+            d.mkdir()
+        values = {"jobs": str(corpus.jobs), "corpus": str(corpus.root), "out": str(out)}
+        argv = [a.format(**values) for a in self.release_template]
+        env = _child_env({"DAGSTER_HOME": str(home), "XDG_CACHE_HOME": str(cache)})
+        return Invocation(argv, env, run_dir, [run_dir])
+
+
+# --------------------------------------------------------------------------------------------
+# Running pairs, statistics, tables
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Side:
+    key: str
+    label: str
+    make: Callable[[], Invocation]
+    traceback_is_crash: bool = True
+
+
+@dataclass
+class SideStats:
+    key: str
+    label: str
+    runs: int
+    ok: int
+    wall_median_s: float | None
+    wall_min_s: float | None
+    rss_median_mb: float | None
+    rss_max_mb: float | None
+
+
+def side_stats(side: Side, ms: list[Measurement]) -> SideStats:
+    good = [m for m in ms if m.ok]
+    walls = [m.wall_s for m in good]
+    rss = [m.peak_rss_mb for m in good]
+    return SideStats(
+        key=side.key,
+        label=side.label,
+        runs=len(ms),
+        ok=len(good),
+        wall_median_s=statistics.median(walls) if walls else None,
+        wall_min_s=min(walls) if walls else None,
+        rss_median_mb=statistics.median(rss) if rss else None,
+        rss_max_mb=max(rss) if rss else None,
+    )
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def run_sides(
+    sides: list[Side], runs: int, tools: Tools, alternate: bool = True
+) -> dict[str, list[Measurement]]:
+    """``runs`` rounds; within a round every side once, the order flipped every other round."""
+    results: dict[str, list[Measurement]] = {s.key: [] for s in sides}
+    for i in range(runs):
+        order = list(reversed(sides)) if alternate and i % 2 == 1 else sides
+        for side in order:
+            m = measure(
+                side.key,
+                i + 1,
+                side.make(),
+                tools.scratch,
+                tools.timeout_s,
+                side.traceback_is_crash,
+            )
+            results[side.key].append(m)
+            note = f"FAILED ({m.failure})" if m.failure else f"exit {m.exit_code}"
+            if m.warning:
+                note += f"; {m.warning}"
+            print(
+                f"    run {i + 1}/{runs}  {side.label:<28} {m.wall_s:8.2f} s  "
+                f"{m.peak_rss_mb:8.1f} MB  {note}",
+                flush=True,
+            )
+            if m.failure and m.stderr_tail:
+                print("      stderr: " + m.stderr_tail.splitlines()[-1][:300])
+    return results
+
+
+def fmt_s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f} s"
+
+
+def fmt_mb(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f} MB"
+
+
+def fmt_x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def print_table(stats: list[SideStats], ratio_label: str | None) -> None:
+    print(
+        f"  {'tool':<30} {'ok/runs':>7} {'wall median':>12} {'wall min':>10} "
+        f"{'peak RSS median':>16} {'peak RSS max':>13}"
+    )
+    for s in stats:
+        print(
+            f"  {s.label:<30} {f'{s.ok}/{s.runs}':>7} {fmt_s(s.wall_median_s):>12} "
+            f"{fmt_s(s.wall_min_s):>10} {fmt_mb(s.rss_median_mb):>16} {fmt_mb(s.rss_max_mb):>13}"
+        )
+    if ratio_label and len(stats) == 2:
+        a, b = stats
+        w = ratio(a.wall_median_s, b.wall_median_s)
+        r = ratio(a.rss_median_mb, b.rss_median_mb)
+        print(f"  {'ratio ' + ratio_label:<30} {'':>7} {fmt_x(w):>12} {'':>10} {fmt_x(r):>16}")
+
+
+@dataclass
+class Target:
+    text: str
+    value: float | None
+    limit: float
+    higher_is_better: bool = False
+
+    @property
+    def verdict(self) -> str:
+        if self.value is None:
+            return "n/a"
+        good = self.value >= self.limit if self.higher_is_better else self.value <= self.limit
+        return "PASS" if good else "MISS"
+
+
+def print_targets(targets: list[Target]) -> None:
+    if not targets:
+        return
+    print("  targets:")
+    for t in targets:
+        shown = "-" if t.value is None else f"{t.value:.3g}"
+        print(f"    [{t.verdict:>4}] {t.text}: {shown}")
+
+
+def check_counts(ms: dict[str, list[Measurement]], expected: int) -> list[str]:
+    notes: list[str] = []
+    for key, runs in ms.items():
+        counts = {c for c in (trial_count(m) for m in runs if m.ok) if c is not None}
+        if counts and counts != {expected}:
+            notes.append(
+                f"{key} reported {sorted(counts)} trials, the corpus has {expected} result.json files"
+            )
+    for note in notes:
+        print(f"  note: {note}")
+    return notes
+
+
+def write_results(
+    results_dir: Path, name: str, quick: bool, payload: dict[str, Any], context: dict[str, Any]
+) -> Path:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    path = results_dir / (f"{name}.quick.json" if quick else f"{name}.json")
+    doc = {"scenario": name, **context, **payload}
+    path.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    print(f"  raw results: {path}")
+    return path
+
+
+def _raw(ms: dict[str, list[Measurement]]) -> dict[str, list[dict[str, Any]]]:
+    return {k: [asdict(m) for m in v] for k, v in ms.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Bench:
+    args: argparse.Namespace
+    sizes: Sizes
+    tools: Tools
+    corpora: CorpusFactory
+    context: dict[str, Any]
+
+    def _pair(self, corpus: Corpus) -> list[Side]:
+        sides: list[Side] = []
+        if not self.tools.skip_ours:
+            sides.append(
+                Side("ours", "ours (bf-assets review)", lambda: self.tools.ours_review(corpus.jobs))
+            )
+        if self.tools.validator is not None:
+            sides.append(
+                Side("theirs", "Benchflow validator", lambda: self.tools.theirs(corpus.jobs))
+            )
+        return sides
+
+    def _compare(self, corpus: Corpus) -> tuple[dict[str, list[Measurement]], list[SideStats]]:
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        sides = self._pair(corpus)
+        ms = run_sides(sides, self.args.runs, self.tools)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        return ms, stats
+
+    def _baseline_note(self) -> None:
+        if self.tools.validator is None:
+            print("  baseline skipped: no --validator given; only our own figures")
+        if self.tools.skip_ours:
+            print("  our side skipped (--skip-ours); only the Benchflow validator")
+
+    def _by_key(self, stats: list[SideStats]) -> dict[str, SideStats]:
+        return {s.key: s for s in stats}
+
+    def small(self) -> None:
+        corpus = self.corpora.trials(self.sizes.small)
+        print(
+            f"\n== small: {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB "
+            f"({corpus.root}) =="
+        )
+        self._baseline_note()
+        ms, stats = self._compare(corpus)
+        print_table(stats, "ours/validator")
+        by = self._by_key(stats)
+        ours, theirs = by.get("ours"), by.get("theirs")
+        targets = [
+            Target(
+                f"full review no slower than the validator (wall ratio <= {SMALL_MAX_WALL_RATIO:g})",
+                ratio(
+                    ours.wall_median_s if ours else None, theirs.wall_median_s if theirs else None
+                ),
+                SMALL_MAX_WALL_RATIO,
+            )
+        ]
+        print_targets(targets)
+        notes = check_counts(ms, corpus.stats["result_json_files"])
+        write_results(
+            self.args.results,
+            "small",
+            self.args.quick,
+            {
+                "corpus": {"path": str(corpus.root), **corpus.stats},
+                "stats": [asdict(s) for s in stats],
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
+                "notes": notes,
+                "runs": _raw(ms),
+            },
+            self.context,
+        )
+
+    def heavy(self) -> None:
+        if self.corpora.fixture_job is not None and self.corpora._generator is None:
+            try:
+                self.corpora.generator()
+            except BenchError as exc:
+                print(f"\n== heavy: skipped: {exc}")
+                return
+        corpus = self.corpora.heavy(self.sizes.heavy_exchanges)
+        st = corpus.stats
+        print(f"\n== heavy: one trial, {self.sizes.heavy_exchanges} exchanges ({corpus.root}) ==")
+        print(
+            f"  corpus: LLM trajectory {st['llm_bytes'] / MB:.1f} MB, trial JSONL total "
+            f"{st['trial_jsonl_bytes'] / MB:.1f} MB, all files {st['bytes'] / MB:.1f} MB"
+        )
+        self._baseline_note()
+        ms, stats = self._compare(corpus)
+        print_table(stats, "ours/validator")
+        by = self._by_key(stats)
+        ours, theirs = by.get("ours"), by.get("theirs")
+        o_wall = ours.wall_median_s if ours else None
+        o_rss = ours.rss_median_mb if ours else None
+        t_wall = theirs.wall_median_s if theirs else None
+        t_rss = theirs.rss_median_mb if theirs else None
+        targets = [
+            Target("wall ratio ours/validator <= 1/5", ratio(o_wall, t_wall), HEAVY_MAX_WALL_RATIO),
+            Target(
+                "peak RSS ratio ours/validator <= 1/4", ratio(o_rss, t_rss), HEAVY_MAX_RSS_RATIO
+            ),
+            Target(f"our peak RSS < {HEAVY_MAX_RSS_MB:g} MB", o_rss, HEAVY_MAX_RSS_MB),
+        ]
+        print_targets(targets)
+        write_results(
+            self.args.results,
+            "heavy",
+            self.args.quick,
+            {
+                "corpus": {"path": str(corpus.root), **st},
+                "stats": [asdict(s) for s in stats],
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
+                "runs": _raw(ms),
+            },
+            self.context,
+        )
+
+    def scale(self) -> None:
+        print(f"\n== scale: {', '.join(f'{n:,}' for n in self.sizes.scale)} trials ==")
+        self._baseline_note()
+        rows: list[dict[str, Any]] = []
+        for n in self.sizes.scale:
+            corpus = self.corpora.trials(n)
+            print(f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB")
+            ms, stats = self._compare(corpus)
+            print_table(stats, "ours/validator")
+            notes = check_counts(ms, corpus.stats["result_json_files"])
+            rows.append(
+                {
+                    "trials": corpus.n_trials,
+                    "corpus": {"path": str(corpus.root), **corpus.stats},
+                    "stats": [asdict(s) for s in stats],
+                    "notes": notes,
+                    "runs": _raw(ms),
+                }
+            )
+        print(
+            f"\n  {'trials':>8}  {'tool':<24} {'wall median':>12} {'ms/trial':>9} {'peak RSS':>10}"
+        )
+        for row in rows:
+            for s in row["stats"]:
+                per = (
+                    None
+                    if s["wall_median_s"] is None
+                    else 1000 * s["wall_median_s"] / row["trials"]
+                )
+                print(
+                    f"  {row['trials']:>8,}  {s['label']:<24} {fmt_s(s['wall_median_s']):>12} "
+                    f"{'-' if per is None else f'{per:.3f}':>9} {fmt_mb(s['rss_median_mb']):>10}"
+                )
+        targets: list[Target] = []
+        if len(rows) >= 2 and not self.tools.skip_ours:
+            first, last = rows[0], rows[-1]
+
+            def ours_of(row: dict[str, Any]) -> dict[str, Any]:
+                return next(s for s in row["stats"] if s["key"] == "ours")
+
+            a, b = ours_of(first), ours_of(last)
+            per_a = ratio(a["wall_median_s"], float(first["trials"]))
+            per_b = ratio(b["wall_median_s"], float(last["trials"]))
+            span = f"{first['trials']:,} -> {last['trials']:,} trials"
+            targets = [
+                Target(
+                    f"linear time: our time per trial, {span}, grows <= {SCALE_MAX_GROWTH:g}x",
+                    ratio(per_b, per_a),
+                    SCALE_MAX_GROWTH,
+                ),
+                Target(
+                    f"flat memory: our peak RSS, {span}, grows <= {SCALE_MAX_GROWTH:g}x",
+                    ratio(b["rss_median_mb"], a["rss_median_mb"]),
+                    SCALE_MAX_GROWTH,
+                ),
+            ]
+        print_targets(targets)
+        write_results(
+            self.args.results,
+            "scale",
+            self.args.quick,
+            {
+                "sizes": rows,
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
+            },
+            self.context,
+        )
+
+    def dagster(self) -> None:
+        print("\n== dagster: bf-assets release vs bf-assets review, small corpus ==")
+        if self.tools.skip_ours:
+            print("  skipped: --skip-ours")
+            return
+        self.tools.check_release()
+        if self.tools.release_problem:
+            print(
+                f"  skipped: bf-assets release is not available yet: {self.tools.release_problem}"
+            )
+            return
+        corpus = self.corpora.trials(self.sizes.small)
+        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        sides = [
+            # Dagster may log a handled exception with its traceback: judge by exit code only.
+            Side(
+                "release",
+                "bf-assets release",
+                lambda: self.tools.release(corpus),
+                traceback_is_crash=False,
+            ),
+            Side("review", "bf-assets review", lambda: self.tools.ours_review(corpus.jobs)),
+        ]
+        ms = run_sides(sides, self.args.runs, self.tools)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        print_table(stats, "release/review")
+        targets = [
+            Target(
+                f"release within {DAGSTER_MAX_RATIO:g}x of the CLI review (wall ratio)",
+                ratio(stats[0].wall_median_s, stats[1].wall_median_s),
+                DAGSTER_MAX_RATIO,
+            )
+        ]
+        print_targets(targets)
+        write_results(
+            self.args.results,
+            "dagster",
+            self.args.quick,
+            {
+                "corpus": {"path": str(corpus.root), **corpus.stats},
+                "release_cmd": self.tools.release_template,
+                "stats": [asdict(s) for s in stats],
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
+                "runs": _raw(ms),
+            },
+            self.context,
+        )
+
+    def cache(self) -> None:
+        print("\n== cache: second bf-assets review of an unchanged corpus vs the first ==")
+        if self.tools.skip_ours:
+            print("  skipped: --skip-ours")
+            return
+        if not self.tools.has_cache_flag:
+            print(
+                f"  skipped: `{shlex.join(self.tools.ours)} --help` does not mention "
+                f"{self.tools.cache_flag or '(no flag)'} (set --cache-flag)"
+            )
+            return
+        corpus = self.corpora.trials(self.sizes.small)
+        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        holder: dict[str, Path] = {}
+
+        def first() -> Invocation:
+            holder["dir"] = Path(tempfile.mkdtemp(prefix="cache-", dir=self.tools.scratch))
+            return self.tools.ours_review(corpus.jobs, cache_dir=holder["dir"])
+
+        def second() -> Invocation:
+            inv = self.tools.ours_review(corpus.jobs, cache_dir=holder["dir"])
+            inv.cleanup.append(holder["dir"])
+            return inv
+
+        sides = [
+            Side("first", "review, 1st (cold cache)", first),
+            Side("second", "review, 2nd (same cache)", second),
+        ]
+        ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        print_table(stats, "2nd/1st")
+        speedup = ratio(stats[0].wall_median_s, stats[1].wall_median_s)
+        targets = [
+            Target(
+                f"2nd run >= {CACHE_MIN_SPEEDUP:g}x faster (speed-up 1st/2nd)",
+                speedup,
+                CACHE_MIN_SPEEDUP,
+                higher_is_better=True,
+            )
+        ]
+        print_targets(targets)
+        write_results(
+            self.args.results,
+            "cache",
+            self.args.quick,
+            {
+                "corpus": {"path": str(corpus.root), **corpus.stats},
+                "stats": [asdict(s) for s in stats],
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
+                "runs": _raw(ms),
+            },
+            self.context,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description="Benchmark bf-assets review against Benchflow's validate_run_artifacts.py.",
+    )
+    p.add_argument(
+        "--validator",
+        type=Path,
+        help="path to Benchflow's validate_run_artifacts.py (not part of this project); "
+        "without it only our own figures are printed",
+    )
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=DEFAULT_WORK,
+        help="where corpora are generated and reused (default: bench/corpora/)",
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="where raw results are written (default: bench/results/)",
+    )
+    p.add_argument("--runs", type=int, default=3, help="timed runs per tool (default: 3)")
+    p.add_argument(
+        "--scenario",
+        nargs="+",
+        choices=SCENARIOS,
+        default=list(DEFAULT_SCENARIOS),
+        help="scenarios to run (default: small heavy)",
+    )
+    p.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
+    p.add_argument(
+        "--ours-cmd",
+        help="our review command, shell-quoted; <jobs dir> --json is appended "
+        "(default: the bf-assets console script beside this Python if present, "
+        "else `python -m bf_assets.cli review`)",
+    )
+    p.add_argument(
+        "--release-cmd",
+        help="release command for the dagster scenario; {jobs}, {corpus} and {out} are "
+        "substituted (default: the review command with `review` replaced by `release {jobs}`)",
+    )
+    p.add_argument(
+        "--cache-flag",
+        default="--cache-dir",
+        help="option of `bf-assets review` naming its cache directory (default: --cache-dir); "
+        "each run except the cache scenario's second one gets a fresh, empty directory",
+    )
+    p.add_argument(
+        "--fixture-job",
+        type=Path,
+        help="build the small and scale corpora from copies of this job directory instead of "
+        "the generator (baseline checks while the generator does not exist)",
+    )
+    p.add_argument("--skip-ours", action="store_true", help="measure only the Benchflow validator")
+    p.add_argument(
+        "--no-prewarm",
+        action="store_true",
+        help="do not read the corpus once before timing (default: pre-warm the page cache)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds before a run is killed (3600)"
+    )
+    args = p.parse_args(argv)
+    if args.runs < 1:
+        p.error("--runs must be >= 1")
+    if args.skip_ours and args.validator is None:
+        p.error("--skip-ours needs --validator: there would be nothing to measure")
+    if args.fixture_job is not None:
+        args.fixture_job = args.fixture_job.expanduser().resolve()
+        if not args.fixture_job.is_dir():
+            p.error(f"--fixture-job {args.fixture_job}: not a directory")
+    args.work = args.work.expanduser().resolve()
+    args.results = args.results.expanduser().resolve()
+    args.scenario = [s for s in SCENARIOS if s in set(args.scenario)]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    args.work.mkdir(parents=True, exist_ok=True)
+    scratch = args.work / ".scratch"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    try:
+        tools = Tools(args, scratch)
+        corpora = CorpusFactory(args.work, args.fixture_job)
+        # Fail fast, before any corpus is built or any run is timed.
+        tools.check_validator()
+        tools.check_ours()
+        wanted = set(args.scenario)
+        needs_trials = bool(wanted & {"small", "scale"}) or (
+            not args.skip_ours and bool(wanted & {"dagster", "cache"})
+        )
+        corpora.check_available(
+            need_generated=needs_trials,
+            need_heavy="heavy" in wanted and args.fixture_job is None,
+        )
+        context = {
+            "quick": args.quick,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "host": {
+                "python": sys.version.split()[0],
+                "executable": sys.executable,
+                "platform": platform.platform(),
+                "cpus": os.cpu_count(),
+            },
+            "ours_cmd": None if args.skip_ours else tools.ours,
+            "validator": None if tools.validator is None else str(tools.validator),
+            "validator_sha256": tools.validator_sha256,
+            "runs_per_tool": args.runs,
+            "prewarm": not args.no_prewarm,
+            "corpus_source": "fixture-copies" if args.fixture_job else "generator",
+            "mb": "10**6 bytes; peak RSS is the child's ru_maxrss",
+        }
+        print(f"bf-assets bench: scenarios {' '.join(args.scenario)}, {args.runs} run(s) per tool")
+        print(f"  python {context['host']['python']} on {context['host']['platform']}")
+        if not args.skip_ours:
+            print(f"  ours:   {shlex.join(tools.ours)} <jobs> --json")
+        if tools.validator is not None:
+            print(f"  theirs: {sys.executable} {tools.validator} <jobs> --json")
+        else:
+            print("  theirs: baseline skipped (no --validator)")
+        bench = Bench(args, sizes, tools, corpora, context)
+        for name in args.scenario:
+            getattr(bench, name)()
+    except BenchError as exc:
+        print(f"run_bench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("run_bench: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

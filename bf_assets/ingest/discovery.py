@@ -1,0 +1,251 @@
+"""Trial discovery over one or more run roots.
+
+Every directory that looks like a trial is reported exactly once with its layout: the
+production layout and its variants (model-matrix ``trial-NN/``, worker shards, skill-eval
+trees, SkillsBench config folders), the flat fixture layout, the Harbor layout, and
+incomplete trials (config or trajectories without ``result.json``).  Job-level files are
+not trials.  Directory links are followed only while they stay inside the run root; a link
+that leaves it is reported as a trial that cannot be read, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bf_assets.contract import Layout
+from bf_assets.ingest.layout import (
+    detect_layout,
+    is_harbor_job_config,
+    is_harbor_job_result,
+)
+from bf_assets.ingest.readers import ReadLimits, read_document
+
+# Sub-directories of a trial that hold its artifacts; never searched for nested trials
+# (an agent can write anything, including a ``result.json``, under ``artifacts/``).
+TRIAL_ARTIFACT_DIRS = frozenset(
+    {"agent", "verifier", "artifacts", "trajectory", "trainer", "hosted_env", "loop", "sessions"}
+)
+SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+TRIAL_MARKERS = ("result.json", "config.json", "run_config.json")
+TRAJECTORY_FILES = ("acp_trajectory.jsonl", "llm_trajectory.jsonl")
+# Discovery only needs to classify; cap what it reads per marker file.
+_PEEK_LIMITS = ReadLimits(max_document_bytes=8 * 1024 * 1024)
+
+
+@dataclass(frozen=True, slots=True)
+class TrialRef:
+    """Where a trial is and what shape it has; cheap to pickle and to send to a worker."""
+
+    root: str  # the run root it was found under (absolute)
+    path: str  # the trial directory (absolute, as reached from the root)
+    rel_path: str  # relative to the root, posix ('.' when the root is the trial)
+    job_key: (
+        str  # stable job id (the Dagster partition key): the job dir relative to the root's parent
+    )
+    job: str  # job directory name
+    rollout: str  # trial directory name
+    layout: str
+    link_escape: bool = False  # the trial directory is a link that leaves the run root
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class Discovery:
+    trials: list[TrialRef] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) for near-misses
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _job_key(job_dir: Path, root: Path) -> str:
+    base = root.parent
+    try:
+        rel = job_dir.relative_to(base)
+    except ValueError:
+        return job_dir.name or "root"
+    key = rel.as_posix()
+    return job_dir.name if key in ("", ".") else key
+
+
+def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, str | None]:
+    """Return ``(layout, None)`` for a trial, ``(None, reason)`` for a near-miss, else ``(None, None)``."""
+    has_traj = False
+    if "trajectory" in names:
+        has_traj = any(os.path.lexists(dirpath / "trajectory" / f) for f in TRAJECTORY_FILES)
+    markers = [m for m in TRIAL_MARKERS if m in names]
+    if not markers and not has_traj:
+        if "trial.log" in names:
+            # A Harbor trial whose run died before it wrote result.json or config.json.
+            return Layout.HARBOR.value, None
+        return None, None
+    docs = {m: read_document(dirpath / m, root, _PEEK_LIMITS) for m in markers}
+    result = docs["result.json"].value if "result.json" in docs else None
+    config = docs["config.json"].value if "config.json" in docs else None
+    run_config = docs["run_config.json"].value if "run_config.json" in docs else None
+    harbor_job = is_harbor_job_result(result) or is_harbor_job_config(config)
+    if harbor_job and not has_traj and "run_config.json" not in names:
+        return None, None  # a Harbor job directory
+    layout = detect_layout(result, config, run_config)
+    if layout is not Layout.UNKNOWN:
+        return layout.value, None
+    if has_traj:
+        return Layout.UNKNOWN.value, None
+    if any(d.present and d.value is None for d in docs.values()):
+        # A marker that cannot be parsed: report it rather than lose a possible trial.
+        return Layout.UNKNOWN.value, None
+    return None, f"{', '.join(markers)} present but not a trial's"
+
+
+def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
+    """Walk every root; return each trial once (sorted by root, then path) and near-misses."""
+    out = Discovery()
+    seen_real: set[str] = set()
+    for root_in in roots:
+        root = Path(os.path.abspath(root_in))
+        if not root.is_dir():
+            raise NotADirectoryError(f"run root {root_in} is not a directory")
+        real_root = Path(os.path.realpath(root))
+        found: list[TrialRef] = []
+        stack: list[Path] = [root]
+        while stack:
+            d = stack.pop()
+            real = os.path.realpath(d)
+            if real in seen_real:
+                continue
+            seen_real.add(real)
+            try:
+                entries = list(os.scandir(d))
+            except OSError as exc:
+                out.skipped.append((str(d), f"cannot list directory: {exc.strerror}"))
+                continue
+            names = {e.name for e in entries if not e.name.endswith(".tmp")}
+            layout, reason = _classify(d, names, root)
+            if reason:
+                out.skipped.append((str(d), reason))
+            is_trial = layout is not None
+            if is_trial:
+                found.append(_ref(root, d, layout or Layout.UNKNOWN.value))
+            for e in sorted(entries, key=lambda e: e.name, reverse=True):
+                if e.name.startswith(".") or e.name in SKIP_DIRS or e.name.endswith(".tmp"):
+                    continue
+                if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
+                    continue
+                child = Path(e.path)
+                try:
+                    if e.is_symlink():
+                        target = Path(os.path.realpath(child))
+                        if not target.is_dir():
+                            continue
+                        if not _within(target, real_root):
+                            _note_escaping_link(out, found, root, child)
+                            continue
+                    elif not e.is_dir(follow_symlinks=False):
+                        continue
+                except OSError:
+                    continue
+                stack.append(child)
+        found.sort(key=lambda t: t.rel_path)
+        out.trials.extend(found)
+    return out
+
+
+def _note_escaping_link(out: Discovery, found: list[TrialRef], root: Path, link: Path) -> None:
+    """A directory link leaving the root: a trial if its name says so, else a near-miss."""
+    try:
+        names = set(os.listdir(link))
+    except OSError:
+        names = set()
+    if any(m in names for m in TRIAL_MARKERS) or "trajectory" in names:
+        ref = _ref(root, link, Layout.UNKNOWN.value)
+        found.append(
+            TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
+        )
+    else:
+        out.skipped.append((str(link), "directory link leaves the run root; not followed"))
+
+
+def _ref(root: Path, d: Path, layout: str) -> TrialRef:
+    rel = d.relative_to(root).as_posix() if d != root else "."
+    job_dir = d.parent
+    return TrialRef(
+        root=str(root),
+        path=str(d),
+        rel_path=rel,
+        job_key=_job_key(job_dir, root),
+        job=job_dir.name,
+        rollout=d.name,
+        layout=layout,
+    )
+
+
+def discover_trials(roots: Sequence[str | os.PathLike[str]]) -> list[TrialRef]:
+    return discover(roots).trials
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True, slots=True)
+class JobDir:
+    key: str  # partition key
+    path: str
+    n_trials: int
+    fingerprint: str  # changes when a trial is added or removed or a trial file changes
+
+
+def trial_fingerprint(path: str | os.PathLike[str]) -> str:
+    """Digest of names, sizes and mtimes of a trial's files (top level and ``trajectory/``)."""
+    h = hashlib.sha256()
+    for sub in ("", "trajectory", "verifier"):
+        d = Path(path) / sub if sub else Path(path)
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            h.update(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def group_jobs(trials: Iterable[TrialRef]) -> list[JobDir]:
+    by_key: dict[str, list[TrialRef]] = {}
+    for t in trials:
+        by_key.setdefault(t.job_key, []).append(t)
+    jobs = []
+    for key in sorted(by_key):
+        refs = sorted(by_key[key], key=lambda t: t.rel_path)
+        h = hashlib.sha256()
+        for t in refs:
+            h.update(f"{t.rel_path}\0{trial_fingerprint(t.path)}\n".encode())
+        jobs.append(
+            JobDir(
+                key=key,
+                path=str(Path(refs[0].path).parent),
+                n_trials=len(refs),
+                fingerprint=h.hexdigest(),
+            )
+        )
+    return jobs
+
+
+def discover_jobs(roots: Sequence[str | os.PathLike[str]]) -> list[JobDir]:
+    return group_jobs(discover_trials(roots))
+
+
+def trials_of_job(roots: Sequence[str | os.PathLike[str]], job_key: str) -> list[TrialRef]:
+    return [t for t in discover_trials(roots) if t.job_key == job_key]

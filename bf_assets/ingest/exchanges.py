@@ -1,0 +1,316 @@
+"""LLM exchanges: compact per-line facts and Benchflow's training-success selection.
+
+Selection follows Benchflow's results writer (``reference/artifacts.md`` §5.2): candidates
+are successful responses (status 200, object body, status completed, no incomplete
+details), grouped by the canonical request body; from each group the latest exchange whose
+tool calls a later request consumed, else the latest "safe" one.  Two deliberate fixes:
+tool-call ids are matched exactly from structured fields (Benchflow tests substrings, so
+``call_1`` looked consumed by ``call_12``), and Anthropic ``tool_use`` / Gemini
+``functionCall`` calls count as tool calls (Benchflow ignores them, so those responses all
+looked "safe").  Each line is reduced to an :class:`Exchange` as it streams past; nothing
+of the body is kept beyond what the checks need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "totalTokenCount",
+)
+
+
+@dataclass(slots=True)
+class Exchange:
+    index: int  # 0-based position among the file's object rows (Benchflow's exchange_index)
+    line: int
+    has_request: bool
+    has_response: bool
+    has_error: bool
+    status_code: Any
+    candidate: bool
+    body_key: str | None  # digest of the canonical request body
+    response_call_ids: tuple[str, ...]
+    response_call_names: tuple[str | None, ...]
+    usage_positive: bool
+    input_tokens: float
+    output_tokens: float
+    total_tokens: float
+    provider_model: str | None
+    response_model: str | None
+    request_path: str | None
+    call_purpose: str | None
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v)
+
+
+def has_positive_usage(body: Any, *, max_nodes: int = 200_000) -> bool:
+    """True when any usage key at any depth holds a positive number (bools excluded)."""
+    stack = [body]
+    seen = 0
+    while stack and seen < max_nodes:
+        v = stack.pop()
+        seen += 1
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k in USAGE_KEYS:
+                    n = _num(x)
+                    if n is not None and n > 0:
+                        return True
+                if isinstance(x, dict | list):
+                    stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, dict | list))
+    return False
+
+
+def usage_numbers(body: Any) -> tuple[float, float, float]:
+    """``(input, output, total)`` from a response body's usage, provider-normalised."""
+    if not isinstance(body, dict):
+        return 0.0, 0.0, 0.0
+    u = body.get("usage")
+    if isinstance(u, dict):
+        inp = (
+            _num(u.get("prompt_tokens"))
+            or _num(u.get("input_tokens"))
+            or _num(u.get("inputTokens"))
+            or 0.0
+        )
+        # Anthropic reports cache tokens separately from input; Benchflow folds them in.
+        if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:
+            inp += (_num(u.get("cache_read_input_tokens")) or 0.0) + (
+                _num(u.get("cache_creation_input_tokens")) or 0.0
+            )
+        out = (
+            _num(u.get("completion_tokens"))
+            or _num(u.get("output_tokens"))
+            or _num(u.get("outputTokens"))
+            or 0.0
+        )
+        tot = _num(u.get("total_tokens")) or _num(u.get("totalTokens")) or (inp + out)
+        return inp, out, tot
+    g = body.get("usageMetadata")
+    if isinstance(g, dict):
+        inp = (_num(g.get("promptTokenCount")) or 0.0) + (
+            _num(g.get("toolUsePromptTokenCount")) or 0.0
+        )
+        out = (_num(g.get("candidatesTokenCount")) or 0.0) + (
+            _num(g.get("thoughtsTokenCount")) or 0.0
+        )
+        tot = _num(g.get("totalTokenCount")) or (inp + out)
+        return inp, out, tot
+    return 0.0, 0.0, 0.0
+
+
+def response_tool_calls(body: Any) -> list[tuple[str, str | None]]:
+    """``(call_id, name)`` of every tool call in a provider response body, any provider shape."""
+    calls: list[tuple[str, str | None]] = []
+    if not isinstance(body, dict):
+        return calls
+    for item in body.get("output") or []:
+        if isinstance(item, dict) and item.get("type") in ("function_call", "tool_call"):
+            cid = item.get("call_id") or item.get("id")
+            if cid:
+                calls.append((str(cid), str(item["name"]) if item.get("name") else None))
+    messages: list[Any] = []
+    choices = body.get("choices")
+    if isinstance(choices, list):
+        messages.extend(c.get("message") for c in choices if isinstance(c, dict))
+    messages.append(body.get("message"))
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        for call in msg.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            cid = call.get("id") or call.get("tool_call_id")
+            if not cid:
+                continue
+            fn = call.get("function")
+            name = fn.get("name") if isinstance(fn, dict) else call.get("name")
+            calls.append((str(cid), str(name) if name else None))
+    # Anthropic messages: content[] tool_use blocks
+    if body.get("type") == "message" or isinstance(body.get("content"), list):
+        for block in body.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id"):
+                calls.append(
+                    (str(block["id"]), str(block.get("name")) if block.get("name") else None)
+                )
+    # Gemini: candidates[].content.parts[].functionCall (no ids: use the name and position)
+    for ci, cand in enumerate(body.get("candidates") or []):
+        parts = (cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None
+        for pi, part in enumerate(parts or []):
+            if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
+                fc = part["functionCall"]
+                cid = fc.get("id") or f"gemini:{ci}:{pi}:{fc.get('name')}"
+                calls.append((str(cid), str(fc.get("name")) if fc.get("name") else None))
+    return calls
+
+
+def request_call_ids(body: Any) -> set[str]:
+    """Tool-call ids a request refers to (assistant calls and tool results), exact values."""
+    ids: set[str] = set()
+    if not isinstance(body, dict):
+        return ids
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        for m in items:
+            if not isinstance(m, dict):
+                continue
+            for k in ("tool_call_id", "call_id", "tool_use_id"):
+                v = m.get(k)
+                if isinstance(v, str) and v:
+                    ids.add(v)
+            if m.get("type") in ("function_call", "function_call_output", "tool_call") and m.get(
+                "id"
+            ):
+                ids.add(str(m["id"]))
+            for call in m.get("tool_calls") or []:
+                if isinstance(call, dict) and (call.get("id") or call.get("tool_call_id")):
+                    ids.add(str(call.get("id") or call.get("tool_call_id")))
+            content = m.get("content")
+            if isinstance(content, list):
+                for block in content:
+                    if not isinstance(block, dict):
+                        continue
+                    if block.get("type") == "tool_use" and block.get("id"):
+                        ids.add(str(block["id"]))
+                    if block.get("type") == "tool_result" and block.get("tool_use_id"):
+                        ids.add(str(block["tool_use_id"]))
+    return ids
+
+
+def canonical_key(body: Any) -> str:
+    try:
+        data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        data = repr(body).encode()
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def is_training_success(response: Any) -> bool:
+    if not isinstance(response, dict) or response.get("status_code") != 200:
+        return False
+    body = response.get("body")
+    if not isinstance(body, dict):
+        return False
+    status = body.get("status")
+    if status is not None and status != "completed":
+        return False
+    return not body.get("incomplete_details")
+
+
+def exchange_from_row(row: Any, index: int, line: int) -> tuple[Exchange, set[str]]:
+    """Reduce one parsed ``llm_trajectory.jsonl`` row to the facts the checks use.
+
+    Also returns the tool-call ids its request refers to (not kept on the exchange: every
+    request repeats the history, so the caller folds them into one index).
+    """
+    req = row.get("request") if isinstance(row, dict) else None
+    resp = row.get("response") if isinstance(row, dict) else None
+    req_body = req.get("body") if isinstance(req, dict) else None
+    resp_body = resp.get("body") if isinstance(resp, dict) else None
+    meta = (
+        row.get("metadata")
+        if isinstance(row, dict) and isinstance(row.get("metadata"), dict)
+        else {}
+    )
+    calls = response_tool_calls(resp_body)
+    inp, out, tot = usage_numbers(resp_body)
+    has_request = isinstance(req_body, dict)
+    ex = Exchange(
+        index=index,
+        line=line,
+        has_request=has_request,
+        has_response=isinstance(resp_body, dict),
+        has_error=isinstance(row, dict) and isinstance(row.get("error"), dict),
+        status_code=resp.get("status_code") if isinstance(resp, dict) else None,
+        candidate=is_training_success(resp),
+        body_key=canonical_key(req_body) if has_request else canonical_key({}),
+        response_call_ids=tuple(c for c, _ in calls),
+        response_call_names=tuple(n for _, n in calls),
+        usage_positive=isinstance(resp_body, dict) and has_positive_usage(resp_body),
+        input_tokens=inp,
+        output_tokens=out,
+        total_tokens=tot,
+        provider_model=meta.get("provider_model")
+        if isinstance(meta.get("provider_model"), str)
+        else None,
+        response_model=resp_body.get("model")
+        if isinstance(resp_body, dict) and isinstance(resp_body.get("model"), str)
+        else None,
+        request_path=req.get("path")
+        if isinstance(req, dict) and isinstance(req.get("path"), str)
+        else None,
+        call_purpose=meta.get("call_purpose")
+        if isinstance(meta.get("call_purpose"), str)
+        else None,
+    )
+    return ex, (request_call_ids(req_body) if has_request else set())
+
+
+@dataclass(slots=True)
+class ExchangeLog:
+    """Exchanges of one LLM trajectory, folded line by line (memory: O(exchanges + call ids))."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+    last_ref: dict[str, int] = field(default_factory=dict)  # call id -> last request position
+    last_request_pos: int = -1
+
+    def add(self, row: Any, line: int) -> Exchange:
+        pos = len(self.exchanges)
+        ex, ids = exchange_from_row(row, pos, line)
+        self.exchanges.append(ex)
+        if ex.has_request:
+            self.last_request_pos = pos
+            for cid in ids:
+                self.last_ref[cid] = pos
+        return ex
+
+    def selected(self) -> list[int]:
+        """Indices of the selected successful exchanges, ascending (Benchflow's rule, exact ids)."""
+        exs = self.exchanges
+        groups: dict[str | None, list[int]] = {}
+        for pos, ex in enumerate(exs):
+            if ex.candidate:
+                groups.setdefault(ex.body_key, []).append(pos)
+        chosen: list[int] = []
+        for positions in groups.values():
+            consumed = [
+                p
+                for p in positions
+                if any(self.last_ref.get(c, -1) > p for c in exs[p].response_call_ids)
+            ]
+            if consumed:
+                chosen.append(exs[max(consumed)].index)
+                continue
+            safe = [
+                p
+                for p in positions
+                if not exs[p].response_call_ids
+                or all(n == "finish" for n in exs[p].response_call_names)
+                or self.last_request_pos <= p
+            ]
+            if safe:
+                chosen.append(exs[max(safe)].index)
+        return sorted(chosen)

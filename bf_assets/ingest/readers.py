@@ -1,0 +1,419 @@
+"""Bounded, streaming readers for the JSON and JSONL files of a trial.
+
+Nothing here raises on bad input: every problem becomes a :class:`ReadIssue` that the
+caller turns into a finding on the trial (``GATE_UNREADABLE`` or the file's own gate id).
+Memory stays flat whatever the file size: JSONL is read a line at a time with a line cap,
+over-long lines are skipped without being held, and whole-document JSON has a size cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """Caps applied to every read.  The defaults fit real Benchflow output with room to spare."""
+
+    max_document_bytes: int = 64 * MiB  # config.json, result.json, ... (real maximum seen ~1 MB)
+    max_jsonl_bytes: int = 16 * 1024 * MiB  # a trajectory file
+    max_line_bytes: int = 16 * MiB  # one JSONL line (an LLM exchange; largest real ones < 1 MB)
+    max_row_bytes: int = 4 * 1024 * MiB  # the one results.jsonl row, parsed as a stream
+    max_depth: int = 512  # JSON nesting
+
+
+DEFAULT_LIMITS = ReadLimits()
+
+
+class IssueKind(StrEnum):
+    MISSING = "missing"
+    SPECIAL_FILE = "special_file"
+    LINK_ESCAPE = "link_escape"
+    TOO_LARGE = "too_large"
+    LINE_TOO_LONG = "line_too_long"
+    INVALID_UTF8 = "invalid_utf8"  # could not be parsed even after replacement
+    REPLACED_UTF8 = "replaced_utf8"  # invalid bytes replaced, the value parsed
+    NONFINITE = "nonfinite"  # NaN / Infinity read as null
+    INVALID_JSON = "invalid_json"
+    TOO_DEEP = "too_deep"
+    IO_ERROR = "io_error"
+
+
+# Kinds after which the file (or line) could not be used at all.
+FATAL_KINDS = frozenset(
+    {
+        IssueKind.MISSING,
+        IssueKind.SPECIAL_FILE,
+        IssueKind.LINK_ESCAPE,
+        IssueKind.TOO_LARGE,
+        IssueKind.IO_ERROR,
+    }
+)
+# Kinds that are about reading safely (GATE_UNREADABLE) rather than about JSON content.
+UNREADABLE_KINDS = frozenset(
+    {
+        IssueKind.SPECIAL_FILE,
+        IssueKind.LINK_ESCAPE,
+        IssueKind.TOO_LARGE,
+        IssueKind.LINE_TOO_LONG,
+        IssueKind.INVALID_UTF8,
+        IssueKind.TOO_DEEP,
+        IssueKind.IO_ERROR,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadIssue:
+    kind: IssueKind
+    message: str
+    line: int | None = None
+    excerpt: str | None = None
+
+
+@dataclass(slots=True)
+class FileStats:
+    """Inventory facts gathered while the file is read (one pass: size, sha256, lines)."""
+
+    size: int = 0
+    sha256: str | None = None
+    lines: int = 0
+
+
+# --------------------------------------------------------------------------- file safety
+
+
+def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
+    """Return the real path to open, or an issue: absent, special, or a link leaving ``root``."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None, ReadIssue(IssueKind.MISSING, f"{path.name} is absent")
+    except OSError as exc:
+        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot stat {path.name}: {exc.strerror}")
+    target = path
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            real = Path(os.path.realpath(path))
+            real_root = Path(os.path.realpath(root))
+        except OSError as exc:
+            return None, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve link {path.name}: {exc}")
+        if real != real_root and real_root not in real.parents:
+            return None, ReadIssue(
+                IssueKind.LINK_ESCAPE, f"{path.name} is a link that leaves the run root"
+            )
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None, ReadIssue(IssueKind.MISSING, f"{path.name} is a dangling link")
+        target = real
+    if not stat.S_ISREG(st.st_mode):
+        return None, ReadIssue(
+            IssueKind.SPECIAL_FILE, f"{path.name} is not a regular file; not opened"
+        )
+    return target, None
+
+
+def file_exists(path: Path) -> bool:
+    """True when something (even a broken link or special file) sits at ``path``."""
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- value parsing
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if d > limit:
+            return True
+        if isinstance(v, dict):
+            stack.extend((x, d + 1) for x in v.values() if isinstance(x, dict | list))
+        elif isinstance(v, list):
+            stack.extend((x, d + 1) for x in v if isinstance(x, dict | list))
+    return False
+
+
+def parse_json_bytes(
+    data: bytes, limits: ReadLimits = DEFAULT_LIMITS
+) -> tuple[Any, list[ReadIssue]]:
+    """Parse one JSON value; return ``(value, issues)``.  ``value`` is None when it failed.
+
+    Handles invalid UTF-8 (replaced, with a warning, when the rest parses), NaN/Infinity
+    literals (read as null, with a warning) and nesting beyond ``limits.max_depth``.
+    """
+    # Cheap precheck: a value cannot nest deeper than its count of opening brackets.
+    may_be_deep = data.count(b"[") + data.count(b"{") > limits.max_depth
+    try:
+        value = orjson.loads(data)
+        issues: list[ReadIssue] = []
+    except orjson.JSONDecodeError as exc:
+        value, issues = _parse_fallback(data, str(exc), limits)
+        if value is None:
+            return None, issues
+    if may_be_deep and _depth_exceeds(value, limits.max_depth):
+        return None, [_too_deep(limits)]
+    return value, issues
+
+
+def _too_deep(limits: ReadLimits) -> ReadIssue:
+    return ReadIssue(IssueKind.TOO_DEEP, f"nesting deeper than {limits.max_depth} levels")
+
+
+def _parse_fallback(data: bytes, error: str, limits: ReadLimits) -> tuple[Any, list[ReadIssue]]:
+    """Second chance after orjson refused: invalid UTF-8 replaced, NaN/Infinity read as null."""
+    if "depth limit" in error or "recursion" in error:
+        return None, [_too_deep(limits)]
+    issues: list[ReadIssue] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+        issues.append(ReadIssue(IssueKind.REPLACED_UTF8, "invalid UTF-8 bytes were replaced"))
+        try:
+            return orjson.loads(text), issues
+        except orjson.JSONDecodeError as exc:
+            error = str(exc)
+    if "NaN" in text or "Infinity" in text:
+        seen: list[str] = []
+
+        def _constant(name: str) -> None:
+            seen.append(name)
+            return None
+
+        try:
+            value = json.loads(text, parse_constant=_constant)
+        except RecursionError:
+            return None, [_too_deep(limits)]
+        except ValueError as exc:
+            return None, [_invalid(issues, str(exc))]
+        if seen:
+            issues.append(
+                ReadIssue(IssueKind.NONFINITE, f"{len(seen)} NaN/Infinity literal(s) read as null")
+            )
+        return value, issues
+    return None, [_invalid(issues, error)]
+
+
+def _invalid(issues: list[ReadIssue], error: str) -> ReadIssue:
+    if issues and issues[0].kind is IssueKind.REPLACED_UTF8:
+        return ReadIssue(IssueKind.INVALID_UTF8, f"invalid UTF-8 prevents parsing ({error})")
+    return ReadIssue(IssueKind.INVALID_JSON, f"not valid JSON: {error}")
+
+
+# --------------------------------------------------------------------------- documents
+
+
+@dataclass(slots=True)
+class Document:
+    """A whole-file JSON document (config.json, result.json, ...)."""
+
+    value: Any = None
+    issues: list[ReadIssue] = field(default_factory=list)
+    stats: FileStats = field(default_factory=FileStats)
+    present: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Present and parsed (warnings such as replaced UTF-8 allowed)."""
+        return self.present and self.value is not None
+
+
+def read_document(path: Path, root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Document:
+    doc = Document()
+    real, issue = check_file(path, root)
+    if issue is not None:
+        doc.present = issue.kind is not IssueKind.MISSING
+        if doc.present:
+            doc.issues.append(issue)
+        return doc
+    doc.present = True
+    assert real is not None
+    try:
+        with open(real, "rb") as fh:
+            data = fh.read(limits.max_document_bytes + 1)
+    except OSError as exc:
+        doc.issues.append(ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}"))
+        return doc
+    doc.stats = FileStats(
+        size=len(data), sha256=hashlib.sha256(data).hexdigest(), lines=_count_lines(data)
+    )
+    if len(data) > limits.max_document_bytes:
+        doc.stats = FileStats(size=real.stat().st_size)
+        doc.issues.append(
+            ReadIssue(
+                IssueKind.TOO_LARGE,
+                f"{path.name} is over the {limits.max_document_bytes // MiB} MiB cap",
+            )
+        )
+        return doc
+    if not data.strip():
+        doc.issues.append(ReadIssue(IssueKind.INVALID_JSON, f"{path.name} is empty"))
+        return doc
+    doc.value, issues = parse_json_bytes(data, limits)
+    doc.issues.extend(issues)
+    return doc
+
+
+def _count_lines(data: bytes) -> int:
+    if not data:
+        return 0
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+# --------------------------------------------------------------------------- JSONL
+
+
+@dataclass(slots=True)
+class JsonlLine:
+    line: int  # 1-based physical line number
+    value: Any  # parsed value, None when the line failed
+    size: int  # bytes of the line
+    issues: list[ReadIssue]
+
+
+@dataclass(slots=True)
+class JsonlFile:
+    """State of one JSONL read; ``lines`` is a generator consumed once by the scanner."""
+
+    present: bool = False
+    issues: list[ReadIssue] = field(default_factory=list)  # file-level issues
+    stats: FileStats = field(default_factory=FileStats)
+
+
+def iter_jsonl(
+    path: Path,
+    root: Path,
+    state: JsonlFile,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    *,
+    line_cap: int | None = None,
+) -> Iterator[JsonlLine]:
+    """Yield each non-blank line parsed; fill ``state`` with file issues and inventory stats.
+
+    A line over the cap is consumed in chunks and skipped (never held whole); it yields a
+    :class:`JsonlLine` with a ``LINE_TOO_LONG`` issue so the caller can count it.
+    """
+    real, issue = check_file(path, root)
+    if issue is not None:
+        state.present = issue.kind is not IssueKind.MISSING
+        if state.present:
+            state.issues.append(issue)
+        return
+    assert real is not None
+    state.present = True
+    cap = line_cap or limits.max_line_bytes
+    try:
+        size = real.stat().st_size
+        if size > limits.max_jsonl_bytes:
+            state.stats.size = size
+            state.issues.append(
+                ReadIssue(
+                    IssueKind.TOO_LARGE,
+                    f"{path.name} is over the {limits.max_jsonl_bytes // MiB} MiB cap",
+                )
+            )
+            return
+        digest = hashlib.sha256()
+        with open(real, "rb") as fh:
+            yield from _jsonl_lines(fh, digest, state, cap, limits)
+        state.stats.sha256 = digest.hexdigest()
+    except OSError as exc:
+        state.issues.append(
+            ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}")
+        )
+
+
+def _jsonl_lines(
+    fh: IO[bytes], digest: Any, state: JsonlFile, cap: int, limits: ReadLimits
+) -> Iterator[JsonlLine]:
+    lineno = 0
+    total = 0
+    while True:
+        raw = fh.readline(cap + 1)
+        if not raw:
+            break
+        lineno += 1
+        digest.update(raw)
+        length = len(raw)
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            # Over the cap: drain the rest of the line without keeping it.
+            while True:
+                chunk = fh.readline(MiB)
+                if not chunk:
+                    break
+                digest.update(chunk)
+                length += len(chunk)
+                if chunk.endswith(b"\n"):
+                    break
+            total += length
+            yield JsonlLine(
+                lineno,
+                None,
+                length,
+                [
+                    ReadIssue(
+                        IssueKind.LINE_TOO_LONG,
+                        f"line of {length} bytes is over the {cap // MiB} MiB line cap",
+                        lineno,
+                    )
+                ],
+            )
+            continue
+        total += length
+        body = raw.strip()
+        if not body:
+            continue
+        value, issues = parse_json_bytes(body, limits)
+        if issues:
+            issues = [ReadIssue(i.kind, i.message, lineno, _excerpt(body)) for i in issues]
+        yield JsonlLine(lineno, value, length, issues)
+    state.stats.size = total
+    state.stats.lines = lineno
+
+
+def _excerpt(body: bytes, limit: int = 160) -> str:
+    return body[:limit].decode("utf-8", errors="replace")
+
+
+def hash_file(
+    path: Path, root: Path, *, max_bytes: int = 1024 * 1024 * MiB
+) -> tuple[FileStats | None, ReadIssue | None]:
+    """Inventory a file we do not parse: size, sha256 and line count, streamed in 1 MiB chunks."""
+    real, issue = check_file(path, root)
+    if issue is not None:
+        return None, issue
+    assert real is not None
+    try:
+        size = real.stat().st_size
+        if size > max_bytes:
+            return FileStats(size=size), None
+        digest = hashlib.sha256()
+        newlines = 0
+        last = b""
+        with open(real, "rb") as fh:
+            while chunk := fh.read(MiB):
+                digest.update(chunk)
+                newlines += chunk.count(b"\n")
+                last = chunk
+        lines = newlines + (1 if last and not last.endswith(b"\n") else 0)
+        return FileStats(size=size, sha256=digest.hexdigest(), lines=lines), None
+    except OSError as exc:
+        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}")

@@ -1,0 +1,383 @@
+"""One pass over a trial's files: every check reads the :class:`TrialData` this builds.
+
+Each file is opened once.  Trajectories are streamed and folded into compact facts (the
+selected exchanges, counts, tool events for the audits); the training row's steps are
+checked as they stream past.  File inventory (size, sha256, lines) is gathered in the same
+pass.  Nothing here raises for bad input; read problems are kept as issues per file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
+from bf_assets.ingest.exchanges import ExchangeLog
+from bf_assets.ingest.identity import Identity, identify
+from bf_assets.ingest.messages import StepFacts, step_facts
+from bf_assets.ingest.readers import (
+    DEFAULT_LIMITS,
+    Document,
+    FileStats,
+    IssueKind,
+    JsonlFile,
+    ReadIssue,
+    ReadLimits,
+    hash_file,
+    iter_jsonl,
+    read_document,
+)
+from bf_assets.ingest.rowstream import RowsRead, read_rows
+
+ACP_FILE = "trajectory/acp_trajectory.jsonl"
+LLM_FILE = "trajectory/llm_trajectory.jsonl"
+ROWS_FILE = "results.jsonl"
+AGENT_EVENT_TYPES = frozenset({"tool_call", "agent_message", "agent_thought", "final"})
+MAX_TOOL_EVENTS = 20_000
+MAX_EVENT_TEXT = 8_192
+
+
+@dataclass(slots=True)
+class BadLine:
+    line: int
+    message: str
+    excerpt: str | None = None
+
+
+@dataclass(slots=True)
+class AcpFacts:
+    present: bool = False
+    issues: list[ReadIssue] = field(default_factory=list)  # file-level
+    objects: int = 0
+    bad_lines: list[BadLine] = field(default_factory=list)
+    untyped_lines: list[int] = field(default_factory=list)
+    unreadable_lines: list[BadLine] = field(default_factory=list)
+    warnings: list[ReadIssue] = field(default_factory=list)
+    type_counts: Counter[str] = field(default_factory=Counter)
+    agent_events: int = 0
+    tool_calls: int = 0
+    first_agent_line: int | None = None
+    last_agent_line: int | None = None
+    first_verifier_line: int | None = None
+    has_oracle_event: bool = False
+    timeout_event: bool = False
+    # Tool calls as the audits need them: (line, kind/tool, title or command, text, status)
+    tool_events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LlmFacts:
+    present: bool = False
+    issues: list[ReadIssue] = field(default_factory=list)
+    bad_lines: list[BadLine] = field(default_factory=list)
+    unreadable_lines: list[BadLine] = field(default_factory=list)
+    warnings: list[ReadIssue] = field(default_factory=list)
+    objects: int = 0
+    bad_request_body: list[int] = field(default_factory=list)
+    bad_response_body: list[int] = field(default_factory=list)
+    log: ExchangeLog = field(default_factory=ExchangeLog)
+    first_request: Any = None  # the first real request body (startup prompt), for the audits
+    first_request_line: int | None = None
+
+    @property
+    def selected(self) -> list[int]:
+        return self.log.selected()
+
+
+@dataclass(slots=True)
+class RowsFacts:
+    read: RowsRead = field(default_factory=RowsRead)
+    steps: list[StepFacts] = field(default_factory=list)
+
+    @property
+    def present(self) -> bool:
+        return self.read.present
+
+    def single_row(self) -> dict[str, Any] | None:
+        rows = [r for r in self.read.rows if isinstance(r.top, dict)]
+        return rows[0].top if len(self.read.rows) == 1 and rows else None
+
+
+@dataclass(slots=True)
+class FileEntry:
+    path: str  # relative to the trial dir, posix
+    size: int | None
+    sha256: str | None
+    lines: int | None
+    issue: str | None = None
+
+
+@dataclass(slots=True)
+class TrialData:
+    ref: TrialRef
+    layout: str
+    identity: Identity
+    result: Document
+    config: Document
+    run_config: Document
+    prompts: Document
+    acp: AcpFacts
+    llm: LlmFacts
+    rows: RowsFacts
+    files: list[FileEntry]
+    file_issues: dict[str, list[ReadIssue]]  # per relative path, for documents and other files
+
+    @property
+    def result_obj(self) -> dict[str, Any]:
+        return self.result.value if isinstance(self.result.value, dict) else {}
+
+    @property
+    def config_obj(self) -> dict[str, Any]:
+        return self.config.value if isinstance(self.config.value, dict) else {}
+
+    @property
+    def run_config_obj(self) -> dict[str, Any]:
+        return self.run_config.value if isinstance(self.run_config.value, dict) else {}
+
+
+def _text_of(event: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for key in ("title", "text", "content", "args", "command", "stdout"):
+        v = event.get(key)
+        if v is None:
+            continue
+        parts.append(v if isinstance(v, str) else _compact(v))
+    s = "\n".join(parts)
+    return s[:MAX_EVENT_TEXT]
+
+
+def _compact(v: Any) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(v).decode()[:MAX_EVENT_TEXT]
+    except TypeError:
+        return repr(v)[:MAX_EVENT_TEXT]
+
+
+def _scan_acp(path: Path, root: Path, limits: ReadLimits) -> tuple[AcpFacts, FileStats]:
+    facts = AcpFacts()
+    state = JsonlFile()
+    for item in iter_jsonl(path, root, state, limits):
+        _fold_issues(
+            item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
+        )
+        ev = item.value
+        if item.value is None:
+            continue
+        if not isinstance(ev, dict):
+            facts.bad_lines.append(
+                BadLine(item.line, "line is not a JSON object", _compact(ev)[:160])
+            )
+            continue
+        facts.objects += 1
+        etype = ev.get("type")
+        if not isinstance(etype, str) or not etype:
+            facts.untyped_lines.append(item.line)
+            continue
+        facts.type_counts[etype] += 1
+        phase = str(ev.get("phase", "agent")).lower()
+        if phase == "verifier" and facts.first_verifier_line is None:
+            facts.first_verifier_line = item.line
+        if etype == "oracle":
+            facts.has_oracle_event = True
+        if etype in ("agent_timeout", "timeout"):
+            facts.timeout_event = True
+        if etype in AGENT_EVENT_TYPES and phase not in ("verifier", "harness"):
+            facts.agent_events += 1
+            if facts.first_agent_line is None:
+                facts.first_agent_line = item.line
+            facts.last_agent_line = item.line
+        if etype == "tool_call" and phase not in ("verifier", "harness"):
+            facts.tool_calls += 1
+            if len(facts.tool_events) < MAX_TOOL_EVENTS:
+                facts.tool_events.append(
+                    {
+                        "line": item.line,
+                        "kind": ev.get("kind") or ev.get("tool") or ev.get("tool_name"),
+                        "title": ev.get("title") if isinstance(ev.get("title"), str) else None,
+                        "status": ev.get("status"),
+                        "text": _text_of(ev),
+                    }
+                )
+    facts.present = state.present
+    facts.issues = state.issues
+    return facts, state.stats
+
+
+def _fold_issues(
+    issues: list[ReadIssue],
+    line: int,
+    bad: list[BadLine],
+    unreadable: list[BadLine],
+    warnings: list[ReadIssue],
+) -> None:
+    for i in issues:
+        if i.kind in (IssueKind.REPLACED_UTF8, IssueKind.NONFINITE):
+            warnings.append(i)
+        elif i.kind is IssueKind.INVALID_JSON:
+            bad.append(BadLine(line, i.message, i.excerpt))
+        else:
+            unreadable.append(BadLine(line, i.message, i.excerpt))
+
+
+def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
+    facts = LlmFacts()
+    state = JsonlFile()
+    for item in iter_jsonl(path, root, state, limits):
+        _fold_issues(
+            item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
+        )
+        row = item.value
+        if row is None:
+            continue
+        if not isinstance(row, dict):
+            facts.bad_lines.append(
+                BadLine(item.line, "line is not a JSON object", _compact(row)[:160])
+            )
+            continue
+        facts.objects += 1
+        req, resp = row.get("request"), row.get("response")
+        if isinstance(req, dict) and "body" in req and not isinstance(req.get("body"), dict):
+            facts.bad_request_body.append(item.line)
+        if isinstance(resp, dict) and "body" in resp and not isinstance(resp.get("body"), dict):
+            facts.bad_response_body.append(item.line)
+        ex = facts.log.add(row, item.line)
+        if ex.has_request and facts.first_request is None:
+            facts.first_request = req.get("body")  # type: ignore[union-attr]
+            facts.first_request_line = item.line
+    facts.present = state.present
+    facts.issues = state.issues
+    return facts, state.stats
+
+
+def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
+    facts = RowsFacts()
+
+    def on_step(pos: int, step: Any) -> None:
+        facts.steps.append(step_facts(pos, step))
+
+    facts.read = read_rows(path, root, on_step, limits)
+    return facts
+
+
+def _inventory(
+    trial: Path, root: Path, known: dict[str, FileStats], issues: dict[str, list[ReadIssue]]
+) -> list[FileEntry]:
+    entries: list[FileEntry] = []
+    stack = [trial]
+    while stack:
+        d = stack.pop()
+        try:
+            items = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in items:
+            rel = Path(e.path).relative_to(trial).as_posix()
+            if e.name.endswith(".tmp"):
+                continue
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if (
+                    d == trial
+                    and e.name not in TRIAL_ARTIFACT_DIRS
+                    and any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
+                ):
+                    continue  # a nested trial: inventoried on its own
+                stack.append(Path(e.path))
+                continue
+            if rel in known:
+                st = known[rel]
+                entries.append(FileEntry(rel, st.size, st.sha256, st.lines))
+                continue
+            st, issue = hash_file(Path(e.path), root)
+            if issue is not None:
+                issues.setdefault(rel, []).append(issue)
+                entries.append(FileEntry(rel, None, None, None, issue.message))
+            else:
+                assert st is not None
+                entries.append(FileEntry(rel, st.size, st.sha256, st.lines))
+    entries.sort(key=lambda f: f.path)
+    return entries
+
+
+def scan_trial(ref: TrialRef, limits: ReadLimits = DEFAULT_LIMITS) -> TrialData:
+    """Read every file of a trial once and fold it into :class:`TrialData`."""
+    trial, root = Path(ref.path), Path(ref.root)
+    if ref.link_escape:
+        empty = Document()
+        ident = Identity(job=ref.job, rollout=ref.rollout)
+        issue = ReadIssue(
+            IssueKind.LINK_ESCAPE,
+            "the trial directory is a link that leaves the run root; not read",
+        )
+        return TrialData(
+            ref,
+            ref.layout,
+            ident,
+            empty,
+            Document(),
+            Document(),
+            Document(),
+            AcpFacts(),
+            LlmFacts(),
+            RowsFacts(),
+            [],
+            {".": [issue]},
+        )
+    result = read_document(trial / "result.json", root, limits)
+    config = read_document(trial / "config.json", root, limits)
+    run_config = read_document(trial / "run_config.json", root, limits)
+    prompts = read_document(trial / "prompts.json", root, limits)
+    acp, acp_stats = _scan_acp(trial / ACP_FILE, root, limits)
+    llm, llm_stats = _scan_llm(trial / LLM_FILE, root, limits)
+    rows = _scan_rows(trial / ROWS_FILE, root, limits)
+    file_issues: dict[str, list[ReadIssue]] = {}
+    known: dict[str, FileStats] = {}
+    for rel, doc in (
+        ("result.json", result),
+        ("config.json", config),
+        ("run_config.json", run_config),
+        ("prompts.json", prompts),
+    ):
+        if doc.present:
+            known[rel] = doc.stats
+            if doc.issues:
+                file_issues[rel] = list(doc.issues)
+    for rel, present, stats in (
+        (ACP_FILE, acp.present, acp_stats),
+        (LLM_FILE, llm.present, llm_stats),
+        (ROWS_FILE, rows.present, rows.read.stats),
+    ):
+        if present:
+            known[rel] = stats
+    files = _inventory(trial, root, known, file_issues)
+    ident = identify(
+        layout=ref.layout,
+        rel_path=ref.rel_path,
+        job=ref.job,
+        rollout=ref.rollout,
+        result=result.value,
+        config=config.value,
+        run_config=run_config.value,
+    )
+    return TrialData(
+        ref,
+        ref.layout,
+        ident,
+        result,
+        config,
+        run_config,
+        prompts,
+        acp,
+        llm,
+        rows,
+        files,
+        file_issues,
+    )
