@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -107,6 +106,7 @@ class Measurement:
     summary: dict[str, Any] | None
     stderr_tail: str
     warning: str | None = None
+    cpu_s: float = 0.0  # user + system time of the child
 
     @property
     def ok(self) -> bool:
@@ -117,9 +117,8 @@ class Measurement:
         return self.peak_rss_kib * 1024 / MB
 
 
-def _rss_kib(usage: Any) -> int:
+def _rss_kib(raw: int) -> int:
     # ru_maxrss is KiB on Linux and bytes on macOS.
-    raw = int(usage.ru_maxrss)
     return raw // 1024 if sys.platform == "darwin" else raw
 
 
@@ -193,6 +192,35 @@ def trial_count(m: Measurement) -> int | None:
     return _first_int(m.summary, ("checked", "n_trials", "trials", "total", "n_rollouts"))
 
 
+# The timed child is started by a small launcher process, never by this one.  On Linux a child
+# started with vfork/posix_spawn (what subprocess uses) or fork inherits the parent's peak RSS
+# in its own ru_maxrss at exec time, so a bench process that generated a corpus or parsed a
+# large report would put a floor under every figure (a 300 MB parent made `python -c pass`
+# report 318 MB).  The launcher is a fresh, isolated interpreter (about 11 MB, i.e. no more
+# than any Python tool's own start-up), so the figure it reads with os.wait4 is the tool's.
+LAUNCHER_SOURCE = """
+import json, os, subprocess, sys, time
+with open(sys.argv[1], encoding="utf-8") as fh:
+    spec = json.load(fh)
+result = {}
+with open(spec["stdout"], "wb") as out, open(spec["stderr"], "wb") as err:
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(spec["argv"], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err, env=spec["env"], cwd=spec["cwd"])
+    except OSError as exc:
+        result["error"] = "cannot start: %s" % exc
+    else:
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        result.update(wall_s=wall, exit_code=proc.returncode, maxrss=usage.ru_maxrss,
+                      utime_s=usage.ru_utime, stime_s=usage.ru_stime)
+with open(spec["result"], "w", encoding="utf-8") as fh:
+    json.dump(result, fh)
+"""
+
+
 def measure(
     tool: str,
     run: int,
@@ -201,74 +229,77 @@ def measure(
     timeout_s: float,
     traceback_is_crash: bool = True,
 ) -> Measurement:
-    """Run one child; wall clock around it, peak RSS from ``os.wait4``."""
+    """Run one child through the launcher: perf_counter wall time, ``os.wait4`` peak RSS."""
     scratch.mkdir(parents=True, exist_ok=True)
-    out_path = scratch / f"stdout-{uuid.uuid4().hex}.txt"
-    err_path = scratch / f"stderr-{uuid.uuid4().hex}.txt"
-    timed_out = threading.Event()
+    tag = uuid.uuid4().hex
+    paths = {name: scratch / f"{name}-{tag}" for name in ("spec", "stdout", "stderr", "result")}
+    launcher_err = scratch / f"launcher-{tag}"
+    spec = {
+        "argv": inv.argv,
+        "env": inv.env,
+        "cwd": str(inv.cwd),
+        **{k: str(paths[k]) for k in ("stdout", "stderr", "result")},
+    }
+    paths["spec"].write_text(json.dumps(spec), encoding="utf-8")
     try:
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            start = time.perf_counter()
+        with launcher_err.open("wb") as lerr:
+            launcher = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, str(paths["spec"])],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=lerr,
+                start_new_session=True,  # one process group: a timeout kills the tool too
+            )
+            timed_out = False
             try:
-                proc = subprocess.Popen(
-                    inv.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    env=inv.env,
-                    cwd=inv.cwd,
-                )
-            except OSError as exc:
-                raise BenchError(f"cannot start {shlex.join(inv.argv)}: {exc}") from None
-
-            def _kill() -> None:
-                timed_out.set()
-                proc.kill()
-
-            timer = threading.Timer(timeout_s, _kill)
-            timer.daemon = True
-            timer.start()
-            try:
-                # Wait for the exit without reaping, so the timer can never signal a reused pid.
-                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
-                wall = time.perf_counter() - start
+                launcher.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
             except BaseException:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -signal.SIGKILL
+                os.killpg(launcher.pid, signal.SIGKILL)
+                launcher.wait()
                 raise
-            finally:
-                timer.cancel()
-                timer.join()
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            result = json.loads(paths["result"].read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            result = {}
+        if "error" in result:
+            raise BenchError(f"{shlex.join(inv.argv)}: {result['error']}")
+        if not timed_out and "exit_code" not in result:
+            raise BenchError(
+                f"the measuring launcher failed (exit {launcher.returncode}): "
+                + _file_tail(launcher_err)
+            )
 
-        code = proc.returncode
+        code = int(result.get("exit_code", -signal.SIGKILL))
         failure: str | None = None
-        if timed_out.is_set():
+        if timed_out:
             failure = f"timed out after {timeout_s:.0f} s"
         elif code < 0:
             failure = f"killed by {signal.Signals(-code).name}"
         elif code >= 2:
             failure = f"exit code {code}"
-        elif traceback_is_crash and _file_contains(err_path, TRACEBACK_MARKER):
+        elif traceback_is_crash and _file_contains(paths["stderr"], TRACEBACK_MARKER):
             failure = f"crashed: Python traceback on stderr (exit code {code})"
-        summary, warning = summarize_output(out_path)
+        summary, warning = (None, None) if timed_out else summarize_output(paths["stdout"])
         return Measurement(
             tool=tool,
             run=run,
             argv=inv.argv,
-            wall_s=wall,
-            peak_rss_kib=_rss_kib(usage),
+            wall_s=float(result.get("wall_s", timeout_s)),
+            peak_rss_kib=_rss_kib(int(result.get("maxrss", 0))),
             exit_code=code,
             failure=failure,
-            stdout_bytes=out_path.stat().st_size,
+            stdout_bytes=paths["stdout"].stat().st_size if paths["stdout"].exists() else 0,
             summary=summary,
-            stderr_tail=_file_tail(err_path),
+            stderr_tail=_file_tail(paths["stderr"]) if paths["stderr"].exists() else "",
             warning=warning,
+            cpu_s=float(result.get("utime_s", 0.0)) + float(result.get("stime_s", 0.0)),
         )
     finally:
-        for path in (out_path, err_path):
+        for path in (*paths.values(), launcher_err):
             path.unlink(missing_ok=True)
         for path in inv.cleanup:
             shutil.rmtree(path, ignore_errors=True)
@@ -403,7 +434,7 @@ class CorpusFactory:
         stats["build_s"] = round(time.perf_counter() - started, 2)
         marker.write_text(json.dumps({"spec": spec, "stats": stats}, indent=2) + "\n")
         print(
-            f"  corpus {name}: {stats['trials']:,} trials, {stats['files']:,} files, "
+            f"  corpus {name}: {stats['trials']:,} trial(s), {stats['files']:,} files, "
             f"{stats['bytes'] / MB:.1f} MB, built in {stats['build_s']:.1f} s"
         )
         return Corpus(name, root, jobs, stats)
@@ -546,6 +577,7 @@ class Tools:
             self.release_template = None
         self.ours_help = ""
         self.release_problem: str | None = None
+        self.failed_runs = 0
 
     # -- availability ----------------------------------------------------------------------
 
@@ -687,6 +719,8 @@ def run_sides(
                 side.traceback_is_crash,
             )
             results[side.key].append(m)
+            if m.failure:
+                tools.failed_runs += 1
             note = f"FAILED ({m.failure})" if m.failure else f"exit {m.exit_code}"
             if m.warning:
                 note += f"; {m.warning}"
@@ -751,6 +785,32 @@ def print_targets(targets: list[Target]) -> None:
     for t in targets:
         shown = "-" if t.value is None else f"{t.value:.3g}"
         print(f"    [{t.verdict:>4}] {t.text}: {shown}")
+
+
+def scale_time_measure(n_sizes: int) -> str:
+    return "marginal time per trial" if n_sizes >= 3 else "time per trial"
+
+
+def scale_time_growth(points: list[tuple[float, float | None]]) -> float | None:
+    """How much the cost of one more trial grows from the smallest sizes to the largest.
+
+    With three or more sizes this compares the marginal cost per trial of the last step with
+    that of the first step, so the fixed start-up cost does not hide super-linear growth; with
+    two sizes it compares the plain time per trial.
+    """
+    if len(points) < 2 or any(t is None for _, t in points):
+        return None
+    pts = [(n, float(t)) for n, t in points if t is not None]
+    if len(pts) >= 3:
+        (n0, t0), (n1, t1) = pts[0], pts[1]
+        (m0, u0), (m1, u1) = pts[-2], pts[-1]
+        first = (t1 - t0) / (n1 - n0)
+        last = (u1 - u0) / (m1 - m0)
+        if first <= 0:
+            return None
+        return last / first
+    (n0, t0), (n1, t1) = pts
+    return ratio(t1 / n1, t0 / n0)
 
 
 def check_counts(ms: dict[str, list[Measurement]], expected: int) -> list[str]:
@@ -938,24 +998,22 @@ class Bench:
                 )
         targets: list[Target] = []
         if len(rows) >= 2 and not self.tools.skip_ours:
-            first, last = rows[0], rows[-1]
 
             def ours_of(row: dict[str, Any]) -> dict[str, Any]:
                 return next(s for s in row["stats"] if s["key"] == "ours")
 
-            a, b = ours_of(first), ours_of(last)
-            per_a = ratio(a["wall_median_s"], float(first["trials"]))
-            per_b = ratio(b["wall_median_s"], float(last["trials"]))
-            span = f"{first['trials']:,} -> {last['trials']:,} trials"
+            ours = [(float(row["trials"]), ours_of(row)) for row in rows]
+            span = f"{ours[0][0]:,.0f} -> {ours[-1][0]:,.0f} trials"
             targets = [
                 Target(
-                    f"linear time: our time per trial, {span}, grows <= {SCALE_MAX_GROWTH:g}x",
-                    ratio(per_b, per_a),
+                    f"linear time: our {scale_time_measure(len(ours))}, {span}, "
+                    f"grows <= {SCALE_MAX_GROWTH:g}x",
+                    scale_time_growth([(n, st["wall_median_s"]) for n, st in ours]),
                     SCALE_MAX_GROWTH,
                 ),
                 Target(
                     f"flat memory: our peak RSS, {span}, grows <= {SCALE_MAX_GROWTH:g}x",
-                    ratio(b["rss_median_mb"], a["rss_median_mb"]),
+                    ratio(ours[-1][1]["rss_median_mb"], ours[0][1]["rss_median_mb"]),
                     SCALE_MAX_GROWTH,
                 ),
             ]
@@ -1053,7 +1111,7 @@ class Bench:
         ]
         ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
         stats = [side_stats(s, ms[s.key]) for s in sides]
-        print_table(stats, "2nd/1st")
+        print_table(stats, "1st/2nd")
         speedup = ratio(stats[0].wall_median_s, stats[1].wall_median_s)
         targets = [
             Target(
@@ -1115,6 +1173,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     p.add_argument(
+        "--small-trials",
+        type=int,
+        help="override the size of the small corpus (also used by dagster and cache)",
+    )
+    p.add_argument(
         "--ours-cmd",
         help="our review command, shell-quoted; <jobs dir> --json is appended "
         "(default: the bf-assets console script beside this Python if present, "
@@ -1149,6 +1212,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be >= 1")
+    if args.small_trials is not None and args.small_trials < 1:
+        p.error("--small-trials must be >= 1")
     if args.skip_ours and args.validator is None:
         p.error("--skip-ours needs --validator: there would be nothing to measure")
     if args.fixture_job is not None:
@@ -1164,6 +1229,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    if args.small_trials is not None:
+        sizes = Sizes(args.small_trials, sizes.heavy_exchanges, sizes.scale)
     args.work.mkdir(parents=True, exist_ok=True)
     scratch = args.work / ".scratch"
     shutil.rmtree(scratch, ignore_errors=True)
@@ -1210,6 +1277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench = Bench(args, sizes, tools, corpora, context)
         for name in args.scenario:
             getattr(bench, name)()
+        if tools.failed_runs:
+            print(f"\nrun_bench: {tools.failed_runs} run(s) failed (see above)", file=sys.stderr)
+            return 1
     except BenchError as exc:
         print(f"run_bench: error: {exc}", file=sys.stderr)
         return 2

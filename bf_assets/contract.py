@@ -157,6 +157,18 @@ _SPECS = [
     CheckSpec(
         "LAYOUT_ADAPTED", INFO_, "the trial was read through the flat or Harbor adapter", added=True
     ),
+    CheckSpec(
+        "GATE_TRAJECTORY_PARTIAL",
+        B,
+        "the ACP trajectory was salvaged (crash, idle timeout, timeout with pending tool calls)",
+        added=True,
+    ),
+    CheckSpec(
+        "GATE_TRAJECTORY_UNTRUSTED",
+        B,
+        "trajectory_source is scraped or hosted_env: agent-forgeable, not a captured trajectory",
+        added=True,
+    ),
 ]
 
 CHECKS: dict[str, CheckSpec] = {spec.id: spec for spec in _SPECS}

@@ -1,0 +1,238 @@
+"""Gate checks on the presence and integrity of the trial's files.
+
+``GATE_RESULT_*``, ``GATE_ACP_*``, ``GATE_LLM_*``, ``GATE_ROWS_*`` (file level) and
+``GATE_UNREADABLE``.  Each function takes the scanned trial and returns findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from bf_assets.findings import Finding, finding
+from bf_assets.ingest.readers import UNREADABLE_KINDS, IssueKind, ReadIssue
+from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE, BadLine, TrialData
+
+# The project's read warnings, by issue kind.
+_WARNING_IDS = {IssueKind.REPLACED_UTF8: "READ_INVALID_UTF8", IssueKind.NONFINITE: "READ_NONFINITE"}
+
+
+def _issue_findings(issues: list[ReadIssue], file: str, invalid_check: str) -> Iterator[Finding]:
+    for i in issues:
+        if i.kind in _WARNING_IDS:
+            yield finding(
+                _WARNING_IDS[i.kind], i.message, file=file, line=i.line, evidence=i.excerpt
+            )
+        elif i.kind in UNREADABLE_KINDS:
+            yield finding("GATE_UNREADABLE", i.message, file=file, line=i.line, evidence=i.excerpt)
+        elif i.kind is not IssueKind.MISSING:
+            yield finding(invalid_check, i.message, file=file, line=i.line, evidence=i.excerpt)
+
+
+def _bad_lines(bad: list[BadLine], check: str, file: str, what: str) -> Iterator[Finding]:
+    if bad:
+        first = bad[0]
+        more = f" ({len(bad)} bad lines in all)" if len(bad) > 1 else ""
+        yield finding(
+            check,
+            f"{what} line {first.line}: {first.message}{more}",
+            file=file,
+            line=first.line,
+            evidence=first.excerpt,
+        )
+
+
+def check_link_escape(t: TrialData) -> Iterator[Finding]:
+    if t.ref.link_escape:
+        yield finding(
+            "GATE_UNREADABLE",
+            "the trial directory is a link that leaves the run root; not read",
+            file=".",
+        )
+
+
+def check_result_file(t: TrialData) -> Iterator[Finding]:
+    doc = t.result
+    if t.ref.link_escape:
+        return
+    if not doc.present:
+        yield finding(
+            "GATE_RESULT_MISSING",
+            "no result.json: the trial is in progress, was killed, or hit the host deadline",
+            file="result.json",
+        )
+        return
+    yield from _issue_findings(doc.issues, "result.json", "GATE_RESULT_INVALID")
+    if doc.value is not None and not isinstance(doc.value, dict):
+        yield finding(
+            "GATE_RESULT_INVALID",
+            f"result.json holds a {type(doc.value).__name__}, not an object",
+            file="result.json",
+        )
+
+
+def check_config_files(t: TrialData) -> Iterator[Finding]:
+    for name, doc in (
+        ("config.json", t.config),
+        ("run_config.json", t.run_config),
+        ("prompts.json", t.prompts),
+    ):
+        if doc.present:
+            yield from _issue_findings(doc.issues, name, "GATE_UNREADABLE")
+    for rel, issues in sorted(t.file_issues.items()):
+        if rel in ("result.json", "config.json", "run_config.json", "prompts.json", "."):
+            continue
+        yield from _issue_findings(issues, rel, "GATE_UNREADABLE")
+
+
+def check_acp(t: TrialData) -> Iterator[Finding]:
+    a = t.acp
+    if t.ref.link_escape:
+        return
+    if not a.present:
+        yield finding(
+            "GATE_ACP_MISSING",
+            "trajectory/acp_trajectory.jsonl is absent: agent actions were not logged",
+            file=ACP_FILE,
+        )
+        return
+    fatal = [i for i in a.issues if i.kind is not IssueKind.MISSING]
+    yield from _issue_findings(fatal, ACP_FILE, "GATE_ACP_INVALID")
+    if fatal:
+        return
+    for b in a.unreadable_lines[:1]:
+        more = f" ({len(a.unreadable_lines)} such lines)" if len(a.unreadable_lines) > 1 else ""
+        yield finding(
+            "GATE_UNREADABLE", b.message + more, file=ACP_FILE, line=b.line, evidence=b.excerpt
+        )
+    yield from _issue_findings(a.warnings[:1], ACP_FILE, "GATE_ACP_INVALID")
+    yield from _bad_lines(a.bad_lines, "GATE_ACP_INVALID", ACP_FILE, "ACP")
+    if a.untyped_lines:
+        yield finding(
+            "GATE_ACP_INVALID",
+            f"{len(a.untyped_lines)} ACP event(s) without a string 'type', first at line {a.untyped_lines[0]}",
+            file=ACP_FILE,
+            line=a.untyped_lines[0],
+        )
+    if a.objects == 0 and not a.bad_lines and not a.unreadable_lines:
+        yield finding(
+            "GATE_ACP_EMPTY", "trajectory/acp_trajectory.jsonl holds no events", file=ACP_FILE
+        )
+    elif a.objects > 0 and a.agent_events == 0 and not a.has_oracle_event:
+        kinds = ", ".join(f"{k}={n}" for k, n in sorted(a.type_counts.items())) or "none typed"
+        yield finding(
+            "GATE_ACP_NO_AGENT_EVENTS",
+            f"no tool call, agent message or thought among {a.objects} ACP events ({kinds})",
+            file=ACP_FILE,
+        )
+
+
+def check_llm(t: TrialData) -> Iterator[Finding]:
+    lf = t.llm
+    if t.ref.link_escape:
+        return
+    if not lf.present:
+        yield finding(
+            "GATE_LLM_MISSING",
+            "trajectory/llm_trajectory.jsonl is absent: provider exchanges were not captured (ACP alone is not enough)",
+            file=LLM_FILE,
+        )
+        return
+    fatal = [i for i in lf.issues if i.kind is not IssueKind.MISSING]
+    yield from _issue_findings(fatal, LLM_FILE, "GATE_LLM_INVALID")
+    if fatal:
+        return
+    for b in lf.unreadable_lines[:1]:
+        more = f" ({len(lf.unreadable_lines)} such lines)" if len(lf.unreadable_lines) > 1 else ""
+        yield finding(
+            "GATE_UNREADABLE", b.message + more, file=LLM_FILE, line=b.line, evidence=b.excerpt
+        )
+    yield from _issue_findings(lf.warnings[:1], LLM_FILE, "GATE_LLM_INVALID")
+    yield from _bad_lines(lf.bad_lines, "GATE_LLM_INVALID", LLM_FILE, "LLM trajectory")
+    for lines, what in (
+        (lf.bad_request_body, "request.body"),
+        (lf.bad_response_body, "response.body"),
+    ):
+        if lines:
+            yield finding(
+                "GATE_LLM_INVALID",
+                f"{what} is not an object on {len(lines)} line(s), first {lines[0]}",
+                file=LLM_FILE,
+                line=lines[0],
+            )
+    if lf.objects == 0:
+        if not lf.bad_lines and not lf.unreadable_lines:
+            yield finding(
+                "GATE_LLM_EMPTY",
+                "trajectory/llm_trajectory.jsonl holds no exchanges",
+                file=LLM_FILE,
+            )
+        return
+    exs = lf.log.exchanges
+    requests = sum(1 for e in exs if e.has_request)
+    responses = sum(1 for e in exs if e.has_response)
+    errors = sum(1 for e in exs if e.has_error)
+    if requests == 0:
+        yield finding(
+            "GATE_LLM_NO_EXCHANGE", "no provider request with a body object", file=LLM_FILE
+        )
+    elif responses == 0:
+        yield finding(
+            "GATE_LLM_NO_EXCHANGE",
+            f"{requests} request(s) but no provider response body ({errors} error row(s))",
+            file=LLM_FILE,
+        )
+    elif responses < requests:
+        yield finding(
+            "GATE_LLM_NO_EXCHANGE",
+            f"fewer responses ({responses}) than requests ({requests})",
+            file=LLM_FILE,
+        )
+    if not any(e.usage_positive for e in exs if e.has_response):
+        yield finding(
+            "GATE_LLM_NO_USAGE", "no provider response reports positive token usage", file=LLM_FILE
+        )
+    else:
+        selected = set(lf.selected)
+        no_usage = [e for e in exs if e.index in selected and not e.usage_positive]
+        if no_usage:
+            yield finding(
+                "GATE_LLM_NO_USAGE",
+                f"{len(no_usage)} of {len(selected)} selected successful exchange(s) report no token usage",
+                file=LLM_FILE,
+                line=no_usage[0].line,
+            )
+
+
+def check_rows_file(t: TrialData) -> Iterator[Finding]:
+    rr = t.rows.read
+    if t.ref.link_escape:
+        return
+    if not rr.present:
+        yield finding(
+            "GATE_ROWS_MISSING",
+            "results.jsonl is absent: no training row was written",
+            file=ROWS_FILE,
+        )
+        return
+    fatal = [i for i in rr.issues if i.kind is not IssueKind.MISSING]
+    yield from _issue_findings(fatal, ROWS_FILE, "GATE_ROWS_INVALID")
+    if fatal:
+        return
+    for row in rr.rows:
+        yield from _issue_findings(row.issues, ROWS_FILE, "GATE_ROWS_INVALID")
+        if not row.issues and not isinstance(row.top, dict):
+            yield finding(
+                "GATE_ROWS_INVALID",
+                f"line {row.line} is not a JSON object",
+                file=ROWS_FILE,
+                line=row.line,
+            )
+    objects = sum(1 for r in rr.rows if isinstance(r.top, dict))
+    if len(rr.rows) != 1:
+        yield finding(
+            "GATE_ROWS_COUNT",
+            f"results.jsonl holds {len(rr.rows)} rows; exactly one is required",
+            file=ROWS_FILE,
+        )
+    elif objects == 0 and not rr.rows[0].issues:
+        yield finding("GATE_ROWS_COUNT", "results.jsonl holds no row object", file=ROWS_FILE)

@@ -1,0 +1,200 @@
+"""Review orchestration: discover, scan, gate, and report every trial of one or more run roots.
+
+The CLI and the Dagster assets both call these functions.  One broken trial never stops a
+batch: an unexpected error while reviewing a trial becomes a ``GATE_UNREADABLE`` finding on
+that trial, and every trial discovered appears in the output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bf_assets.contract import Outcome, ReleaseVerdict, Severity, Verdict
+from bf_assets.findings import Finding, finding, sort_findings
+from bf_assets.gate.run import run_gate
+from bf_assets.ingest.discovery import TrialRef, discover
+from bf_assets.ingest.identity import Identity
+from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
+from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
+
+SLOT_FIELDS = ("task_id", "harness", "model", "skill_mode", "sandbox", "trial_index")
+
+
+@dataclass(slots=True)
+class ReviewOptions:
+    limits: ReadLimits = DEFAULT_LIMITS
+    tasks_dir: str | None = None
+    plan_path: str | None = None
+    quarantine_path: str | None = None
+
+
+@dataclass(slots=True)
+class TrialReview:
+    ref: TrialRef
+    identity: Identity
+    layout: str
+    outcome: str
+    healthy: bool
+    training_ready: bool
+    verdict: str
+    attribution: str
+    findings: list[Finding]
+    files: list[FileEntry] = field(default_factory=list)
+    skills: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        ident = self.identity
+        out: dict[str, Any] = {"path": self.ref.rel_path, "root": self.ref.root}
+        for name in SLOT_FIELDS:
+            out[name] = getattr(ident, name)
+        out.update(
+            {
+                "job": self.ref.job_key,
+                "rollout": self.ref.rollout,
+                "source_ref": ident.source_ref,
+                "task_digest": ident.task_digest,
+                "started_at": ident.started_at,
+                "layout": self.layout,
+                "outcome": self.outcome,
+                "healthy": self.healthy,
+                "training_ready": self.training_ready,
+                "verdict": self.verdict,
+                "attribution": self.attribution,
+                "skills": self.skills,
+                "findings": [f.to_dict() for f in self.findings],
+            }
+        )
+        return out
+
+
+def review_data(data: TrialData) -> TrialReview:
+    gate = run_gate(data)
+    c = gate.classification
+    return TrialReview(
+        ref=data.ref,
+        identity=data.identity,
+        layout=data.layout,
+        outcome=c.outcome,
+        healthy=c.healthy,
+        training_ready=c.training_ready,
+        verdict=gate.verdict,
+        attribution=c.attribution,
+        findings=gate.findings,
+        files=data.files,
+    )
+
+
+def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialReview:
+    """Scan and gate one trial; never raises for anything the trial contains."""
+    opts = options or ReviewOptions()
+    try:
+        return review_data(scan_trial(ref, opts.limits))
+    except (
+        MemoryError,
+        RecursionError,
+        ValueError,
+        TypeError,
+        KeyError,
+        OSError,
+        UnicodeError,
+    ) as exc:
+        f = finding(
+            "GATE_UNREADABLE",
+            f"the trial could not be reviewed safely: {type(exc).__name__}: {exc}",
+            file=".",
+        )
+        return TrialReview(
+            ref=ref,
+            identity=Identity(job=ref.job, rollout=ref.rollout),
+            layout=ref.layout,
+            outcome=Outcome.UNHEALTHY.value,
+            healthy=False,
+            training_ready=False,
+            verdict=Verdict.REJECTED.value,
+            attribution="unknown",
+            findings=[f],
+        )
+
+
+ProgressFn = Callable[[int, int, TrialRef], None]
+
+
+@dataclass(slots=True)
+class ReviewReport:
+    roots: list[str]
+    trials: list[TrialReview]
+    skipped: list[tuple[str, str]]
+    summary: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"trials": [t.to_json() for t in self.trials], "summary": self.summary}
+
+
+def review_refs(
+    refs: Sequence[TrialRef],
+    options: ReviewOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> list[TrialReview]:
+    out = []
+    for i, ref in enumerate(refs, start=1):
+        out.append(review_trial(ref, options))
+        if progress is not None:
+            progress(i, len(refs), ref)
+    return out
+
+
+def review_roots(
+    roots: Sequence[str | os.PathLike[str]],
+    options: ReviewOptions | None = None,
+    progress: ProgressFn | None = None,
+) -> ReviewReport:
+    disc = discover(roots)
+    trials = review_refs(disc.trials, options, progress)
+    return ReviewReport([str(r) for r in roots], trials, disc.skipped, summarize(trials))
+
+
+def release_verdict(trials: Iterable[TrialReview]) -> str:
+    """Gate-level release verdict (coverage and publish checks refine it downstream)."""
+    ts = list(trials)
+    model = [t for t in ts if t.outcome != Outcome.ORACLE]
+    exportable = [t for t in model if t.verdict == Verdict.PUBLISHABLE and t.training_ready]
+    if not exportable:
+        return ReleaseVerdict.NOT_PUBLISHABLE.value
+    if len(exportable) < len(model):
+        return ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
+    return ReleaseVerdict.PUBLISHABLE.value
+
+
+def summarize(trials: Sequence[TrialReview]) -> dict[str, Any]:
+    checks: Counter[str] = Counter()
+    severities: Counter[str] = Counter()
+    for t in trials:
+        for f in t.findings:
+            checks[f.check] += 1
+            severities[f.severity] += 1
+    return {
+        "trials": len(trials),
+        "healthy": sum(t.healthy for t in trials),
+        "training_ready": sum(t.training_ready for t in trials),
+        "by_outcome": dict(sorted(Counter(t.outcome for t in trials).items())),
+        "by_verdict": dict(sorted(Counter(t.verdict for t in trials).items())),
+        "by_layout": dict(sorted(Counter(t.layout for t in trials).items())),
+        "by_attribution": dict(sorted(Counter(t.attribution for t in trials).items())),
+        "findings_by_check": dict(sorted(checks.items())),
+        "findings_by_severity": {s.value: severities.get(s.value, 0) for s in Severity},
+        "release_verdict": release_verdict(trials),
+    }
+
+
+def all_publishable(trials: Sequence[TrialReview]) -> bool:
+    """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
+    return bool(trials) and all(t.healthy and t.verdict == Verdict.PUBLISHABLE for t in trials)
+
+
+def ordered_findings(trials: Iterable[TrialReview]) -> list[tuple[TrialReview, Finding]]:
+    pairs = [(t, f) for t in trials for f in sort_findings(t.findings)]
+    return pairs

@@ -1,0 +1,172 @@
+"""Plain tables (pandas) of trials and findings, shared by the assets and the CLI.
+
+Nested values (inventories, findings, identity sources) are stored as JSON strings so the
+Parquet schema never drifts between batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import orjson
+import pandas as pd
+
+from bf_assets.findings import finding
+from bf_assets.gate.run import FILE_CHECKS
+from bf_assets.ingest.discovery import TrialRef
+from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
+from bf_assets.ingest.scan import TrialData, scan_trial
+from bf_assets.review import SLOT_FIELDS, TrialReview
+
+TRIAL_KEY = ("job", "rollout", "path")
+
+RAW_COLUMNS = [
+    *TRIAL_KEY,
+    "root",
+    "layout",
+    *SLOT_FIELDS,
+    "source_ref",
+    "task_digest",
+    "started_at",
+    "identity_sources",
+    "n_files",
+    "total_bytes",
+    "files",
+    "read_findings",
+]
+VALIDATED_COLUMNS = [
+    *TRIAL_KEY,
+    "layout",
+    *SLOT_FIELDS,
+    "source_ref",
+    "task_digest",
+    "started_at",
+    "outcome",
+    "healthy",
+    "training_ready",
+    "verdict",
+    "attribution",
+    "n_blockers",
+    "n_findings",
+    "checks",
+    "findings",
+]
+FINDING_COLUMNS = [*TRIAL_KEY, "check", "severity", "message", "file", "line", "evidence"]
+
+
+def _dumps(v: object) -> str:
+    return orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _key(ref: TrialRef) -> dict[str, str]:
+    return {"job": ref.job_key, "rollout": ref.rollout, "path": ref.rel_path}
+
+
+def raw_row(data: TrialData, read_findings: Sequence[dict[str, object]]) -> dict[str, object]:
+    ident = data.identity
+    row: dict[str, object] = {**_key(data.ref), "root": data.ref.root, "layout": data.layout}
+    for name in SLOT_FIELDS:
+        row[name] = getattr(ident, name)
+    row.update(
+        source_ref=ident.source_ref,
+        task_digest=ident.task_digest,
+        started_at=ident.started_at,
+        identity_sources=_dumps(ident.sources),
+        n_files=len(data.files),
+        total_bytes=sum(f.size or 0 for f in data.files),
+        files=_dumps(
+            [
+                {
+                    "path": f.path,
+                    "size": f.size,
+                    "sha256": f.sha256,
+                    "lines": f.lines,
+                    "issue": f.issue,
+                }
+                for f in data.files
+            ]
+        ),
+        read_findings=_dumps(list(read_findings)),
+    )
+    return row
+
+
+def validated_row(t: TrialReview) -> dict[str, object]:
+    ident = t.identity
+    row: dict[str, object] = {**_key(t.ref), "layout": t.layout}
+    for name in SLOT_FIELDS:
+        row[name] = getattr(ident, name)
+    row.update(
+        source_ref=ident.source_ref,
+        task_digest=ident.task_digest,
+        started_at=ident.started_at,
+        outcome=t.outcome,
+        healthy=t.healthy,
+        training_ready=t.training_ready,
+        verdict=t.verdict,
+        attribution=t.attribution,
+        n_blockers=sum(f.severity == "blocker" for f in t.findings),
+        n_findings=len(t.findings),
+        checks=",".join(sorted({f.check for f in t.findings})),
+        findings=_dumps([f.to_dict() for f in t.findings]),
+    )
+    return row
+
+
+def finding_rows(t: TrialReview) -> list[dict[str, object]]:
+    key = _key(t.ref)
+    return [{**key, **f.to_dict()} for f in t.findings]
+
+
+def frame(rows: Sequence[dict[str, object]], columns: Sequence[str]) -> pd.DataFrame:
+    df = pd.DataFrame(list(rows), columns=list(columns))
+    if "trial_index" in df.columns:
+        df["trial_index"] = df["trial_index"].astype("Int64")
+    if "line" in df.columns:
+        df["line"] = df["line"].astype("Int64")
+    return df
+
+
+def validated_frames(reviews: Sequence[TrialReview]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(validated_trials, findings)`` tables for a batch of reviewed trials."""
+    validated = frame([validated_row(t) for t in reviews], VALIDATED_COLUMNS)
+    findings = frame([r for t in reviews for r in finding_rows(t)], FINDING_COLUMNS)
+    return validated, findings
+
+
+def raw_frame(refs: Sequence[TrialRef], limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
+    """The ``raw_trials`` table: identity, layout, inventory and read findings per trial."""
+    rows = []
+    for ref in refs:
+        try:
+            data = scan_trial(ref, limits)
+        except (
+            MemoryError,
+            RecursionError,
+            ValueError,
+            TypeError,
+            KeyError,
+            OSError,
+            UnicodeError,
+        ) as exc:
+            f = finding(
+                "GATE_UNREADABLE",
+                f"the trial could not be read safely: {type(exc).__name__}: {exc}",
+                file=".",
+            )
+            rows.append(
+                {
+                    **_key(ref),
+                    "root": ref.root,
+                    "layout": ref.layout,
+                    "read_findings": _dumps([f.to_dict()]),
+                    "n_files": 0,
+                    "total_bytes": 0,
+                    "files": "[]",
+                    "identity_sources": "{}",
+                }
+            )
+            continue
+        read = [f.to_dict() for check in FILE_CHECKS for f in check(data)]
+        rows.append(raw_row(data, read))
+    return frame(rows, RAW_COLUMNS)
