@@ -1,0 +1,183 @@
+"""``bf-assets``: review run roots without a Dagster instance, or run the release build.
+
+Exit codes of ``review``: 0 when every trial is healthy and publishable, 1 when some are
+not, 2 on bad usage or an internal error (a crash is never exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+import orjson
+
+from bf_assets.ingest.discovery import TrialRef
+from bf_assets.review import ReviewOptions, ReviewReport, all_publishable, review_roots
+
+EXIT_OK, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2 on its own; keep one path
+        self.print_usage(sys.stderr)
+        raise _UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="bf-assets",
+        description="Review Benchflow / SkillsBench trials and build the training dataset.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser(
+        "review", help="review run roots trial by trial (no Dagster instance needed)"
+    )
+    r.add_argument(
+        "paths", nargs="+", metavar="PATH", help="run roots (jobs directories) to review"
+    )
+    r.add_argument("--json", action="store_true", help='print {"trials": [...], "summary": {...}}')
+    r.add_argument(
+        "--tasks", metavar="DIR", help="task tree (<tasks>/<task>/environment/skills/*/SKILL.md)"
+    )
+    r.add_argument("--plan", metavar="FILE", help="experiment plan (plan.yaml)")
+    r.add_argument("--quarantine", metavar="FILE", help="quarantine registry (quarantine.yaml)")
+    rel = sub.add_parser(
+        "release", help="run the release build through Dagster (project-local instance)"
+    )
+    rel.add_argument(
+        "--runs", nargs="+", metavar="DIR", default=[], help="run roots (default data/runs/jobs)"
+    )
+    rel.add_argument("--tasks", metavar="DIR", help="task tree")
+    rel.add_argument("--plan", metavar="FILE", help="experiment plan (plan.yaml)")
+    rel.add_argument("--quarantine", metavar="FILE", help="quarantine registry (quarantine.yaml)")
+    rel.add_argument(
+        "--out", metavar="DIR", help="where the dataset and report go (default data/published)"
+    )
+    rel.add_argument(
+        "--hub-repo", metavar="ID", help="Hub dataset repo to publish to (token from HF_TOKEN)"
+    )
+    return p
+
+
+class _Progress:
+    """Trials done / found and the current job, on stderr, only on a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.last = 0
+
+    def __call__(self, done: int, total: int, ref: TrialRef) -> None:
+        if not self.enabled or (done != total and done - self.last < max(1, total // 200)):
+            return
+        self.last = done
+        self.stream.write(f"\r\x1b[Kreviewing {done}/{total} trials  job {ref.job_key}")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def _table(report: ReviewReport, out: TextIO) -> None:
+    rows = [("PATH", "OUTCOME", "VERDICT", "ATTRIBUTION", "FINDINGS")]
+    for t in report.trials:
+        blockers = sorted({f.check for f in t.findings if f.severity == "blocker"})
+        others = sorted({f.check for f in t.findings if f.severity != "blocker"} - set(blockers))
+        text = ", ".join(blockers) + (
+            (" | " if blockers else "") + ", ".join(others) if others else ""
+        )
+        rows.append((t.ref.rel_path, t.outcome, t.verdict, t.attribution, text or "-"))
+    widths = [min(60, max(len(r[i]) for r in rows)) for i in range(4)]
+    for r in rows:
+        cells = [r[i][-widths[i] :].ljust(widths[i]) for i in range(4)]
+        out.write("  ".join(cells) + "  " + r[4] + "\n")
+    s = report.summary
+    out.write("\n")
+    out.write(
+        f"trials {s['trials']}  healthy {s['healthy']}  training-ready {s['training_ready']}\n"
+    )
+    out.write("outcomes  " + "  ".join(f"{k} {v}" for k, v in s["by_outcome"].items()) + "\n")
+    out.write("verdicts  " + "  ".join(f"{k} {v}" for k, v in s["by_verdict"].items()) + "\n")
+    for path, reason in report.skipped:
+        out.write(f"not a trial: {path} ({reason})\n")
+    out.write(f"release verdict: {s['release_verdict']}\n")
+
+
+def _review(args: argparse.Namespace) -> int:
+    for p in args.paths:
+        if not Path(p).is_dir():
+            raise _UsageError(f"run root {p!r} is not a directory")
+    for flag in ("tasks",):
+        v = getattr(args, flag)
+        if v and not Path(v).is_dir():
+            raise _UsageError(f"--{flag} {v!r} is not a directory")
+    for flag in ("plan", "quarantine"):
+        v = getattr(args, flag)
+        if v and not Path(v).is_file():
+            raise _UsageError(f"--{flag} {v!r} is not a file")
+    opts = ReviewOptions(tasks_dir=args.tasks, plan_path=args.plan, quarantine_path=args.quarantine)
+    report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
+        sys.stdout.buffer.write(b"\n")
+    else:
+        _table(report, sys.stdout)
+    sys.stdout.flush()
+    return EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
+
+
+EXIT_BLOCKED = 3
+
+
+def _release(args: argparse.Namespace) -> int:
+    for p in args.runs:
+        if not Path(p).is_dir():
+            raise _UsageError(f"run root {p!r} is not a directory")
+    from bf_assets.release import run_release
+
+    result = run_release(args.runs, args.out)
+    print(f"release verdict: {result.verdict}")
+    print(f"dataset folder:  {result.out_dir}")
+    print(f"review report:   {result.report_md}")
+    print(f"report (JSON):   {result.report_json}")
+    if not result.ok:
+        sys.stderr.write(
+            f"bf-assets: the build failed for job(s): {', '.join(result.failed_partitions)}\n"
+        )
+        return EXIT_ERROR
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "review":
+            return _review(args)
+        if args.command == "release":
+            return _release(args)
+        raise _UsageError(f"unknown command {args.command!r}")
+    except _UsageError as exc:
+        sys.stderr.write(f"bf-assets: error: {exc}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("bf-assets: interrupted\n")
+        return EXIT_ERROR
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception:  # an internal error is exit 2, never 1
+        sys.stderr.write("bf-assets: internal error\n")
+        traceback.print_exc(file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
