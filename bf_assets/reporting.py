@@ -36,6 +36,12 @@ def release_verdict_of(validated: pd.DataFrame) -> str:
     return ReleaseVerdict.PUBLISHABLE.value
 
 
+def _cell(x: object) -> str:
+    if x is None or (isinstance(x, float) and x != x) or x is pd.NA:
+        return "–"
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
 def _md_table(df: pd.DataFrame, columns: Sequence[str], limit: int = 200) -> str:
     if df.empty:
         return "_none_\n"
@@ -51,8 +57,8 @@ def _md_table(df: pd.DataFrame, columns: Sequence[str], limit: int = 200) -> str
 
 def render_markdown(validated: pd.DataFrame, findings: pd.DataFrame, roots: Sequence[str]) -> str:
     verdict = release_verdict_of(validated)
-    parts = ["# bf-assets review report\n"]
-    parts.append("## Blockers\n")
+    parts = ["# bf-assets review report\n\n"]
+    parts.append("## Blockers\n\n")
     blockers = findings[findings["severity"] == "blocker"] if not findings.empty else findings
     if blockers.empty:
         parts.append("No blocker findings.\n")
@@ -66,7 +72,7 @@ def render_markdown(validated: pd.DataFrame, findings: pd.DataFrame, roots: Sequ
                 ["job", "rollout", "check", "message"],
             )
         )
-    parts.append("\n## Coverage\n")
+    parts.append("\n## Coverage\n\n")
     if validated.empty:
         parts.append("No trials found.\n")
     else:
@@ -103,7 +109,7 @@ def render_markdown(validated: pd.DataFrame, findings: pd.DataFrame, roots: Sequ
         )
         outcomes = validated.groupby("outcome").size()
         parts.append("\nOutcomes: " + ", ".join(f"{k} {v}" for k, v in outcomes.items()) + "\n")
-    parts.append("\n## Evidence\n")
+    parts.append("\n## Evidence\n\n")
     parts.append("Run roots:\n" + "".join(f"- `{r}`\n" for r in roots))
     parts.append(f"\nTrials reviewed: {len(validated)}; findings: {len(findings)}.\n")
     if not validated.empty and "source_ref" in validated:
@@ -116,7 +122,7 @@ def render_markdown(validated: pd.DataFrame, findings: pd.DataFrame, roots: Sequ
     parts.append(
         "\nReproduce: `bf-assets review " + " ".join(shlex.quote(r) for r in roots) + " --json`\n"
     )
-    parts.append("\n## Residual risk\n")
+    parts.append("\n## Residual risk\n\n")
     parts.extend(f"- {r}\n" for r in RESIDUAL_RISK)
     parts.append(f"\n## Verdict\n\n**{verdict}**\n")
     return "".join(parts)

@@ -1,0 +1,81 @@
+"""The ``new_job_dirs`` sensor: one partition per job directory, one run per job change.
+
+Cursor: JSON ``{job_key: fingerprint}`` of the jobs seen at the last tick.  A job whose key
+is not yet a partition gets an add-partition request and a run; a job whose fingerprint
+changed (a retry rollout landed, a ``result.json`` appeared, a file grew) gets a new run
+(its ``run_key`` includes the fingerprint) on the existing partition; nothing changed → skip.
+"""
+
+from collections.abc import Mapping
+
+import dagster as dg
+import orjson
+
+from bf_assets.defs.jobs import ingest_job
+from bf_assets.defs.partitions import job_partitions
+from bf_assets.defs.resources import RunRoots
+from bf_assets.ingest.discovery import JobDir, discover_jobs
+
+
+def load_cursor(cursor: str | None) -> dict[str, str]:
+    """The ``{job_key: fingerprint}`` map of a cursor; an absent or unreadable cursor is empty."""
+    if not cursor:
+        return {}
+    try:
+        value = orjson.loads(cursor)
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def dump_cursor(state: Mapping[str, str]) -> str:
+    return orjson.dumps(dict(state), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def run_key(job: JobDir) -> str:
+    return f"{job.key}:{job.fingerprint[:16]}"
+
+
+@dg.sensor(
+    job=ingest_job,
+    minimum_interval_seconds=30,
+    description="Registers new Benchflow job directories as partitions and requests an "
+    "ingest run whenever a job directory's trials change.",
+)
+def new_job_dirs(
+    context: dg.SensorEvaluationContext, run_roots: RunRoots
+) -> dg.SensorResult | dg.SkipReason:
+    roots = run_roots.existing_roots()
+    missing = [r for r in run_roots.roots if r not in roots]
+    if missing:
+        context.log.warning(f"run roots not found (skipped): {', '.join(missing)}")
+    if not roots:
+        return dg.SkipReason(f"no run root exists: {', '.join(run_roots.roots) or '(none)'}")
+
+    jobs = discover_jobs(roots)
+    seen = load_cursor(context.cursor)
+    partitions = set(context.instance.get_dynamic_partitions(job_partitions.name))
+
+    new_keys = [j.key for j in jobs if j.key not in partitions]
+    to_run = [j for j in jobs if j.key not in partitions or seen.get(j.key) != j.fingerprint]
+    state = {j.key: j.fingerprint for j in jobs}
+
+    if not to_run:
+        reason = f"{len(jobs)} job dir(s) known, nothing changed"
+        if state != seen:
+            # A job directory disappeared: forget it, request nothing.
+            return dg.SensorResult(skip_reason=reason, cursor=dump_cursor(state))
+        return dg.SkipReason(reason)
+
+    for j in to_run:
+        what = "new job" if j.key in new_keys else "changed job"
+        context.log.info(f"{what} {j.key}: {j.n_trials} trial(s), run key {run_key(j)}")
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(partition_key=j.key, run_key=run_key(j)) for j in to_run],
+        dynamic_partitions_requests=[job_partitions.build_add_request(new_keys)]
+        if new_keys
+        else [],
+        cursor=dump_cursor(state),
+    )

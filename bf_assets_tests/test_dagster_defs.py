@@ -1,0 +1,179 @@
+"""The Dagster shell: definitions load, graph shape, resources, an in-process materialization."""
+
+import importlib
+import os
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pytest
+
+import bf_assets.definitions as definitions_module
+from bf_assets.defs.ingest import raw_trials, validated_trials
+from bf_assets.defs.io_managers import ParquetIOManager
+from bf_assets.defs.partitions import job_partitions
+from bf_assets.defs.resources import DEFAULT_RUN_ROOT, RunRoots
+from bf_assets.review import ReviewOptions
+
+JOB = "2026-06-01__00-00-00"
+KEY = f"jobs/{JOB}"
+
+
+def shared_dir() -> Path | None:
+    """``../shared`` beside the repo, else ``/work/shared``; ``None`` when neither exists."""
+    for cand in (Path(__file__).resolve().parents[2] / "shared", Path("/work/shared")):
+        if cand.is_dir():
+            return cand
+    return None
+
+
+@pytest.fixture
+def jobs_root(tmp_path: Path) -> Path:
+    shared = shared_dir()
+    job = shared / "fixtures" / "benchflow-writer" / "jobs" / JOB if shared else None
+    if job is None or not job.is_dir():
+        pytest.skip("shared Benchflow writer fixture not available")
+    root = tmp_path / "runs" / "jobs"
+    shutil.copytree(job, root / JOB)
+    return root
+
+
+def _meta(result: dg.ExecuteInProcessResult, key: str) -> dict[str, object]:
+    [mat] = [
+        e.materialization
+        for e in result.get_asset_materialization_events()
+        if e.materialization.asset_key == dg.AssetKey(key)
+    ]
+    assert mat.partition == KEY
+    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+
+
+# --------------------------------------------------------------------------- definitions
+
+
+def test_definitions_load() -> None:
+    defs = definitions_module.defs
+    dg.Definitions.validate_loadable(defs)
+    job = defs.resolve_job_def("ingest_job")
+    assert job.asset_layer.executable_asset_keys == {
+        dg.AssetKey("raw_trials"),
+        dg.AssetKey("validated_trials"),
+        dg.AssetKey("findings"),
+    }
+    assert job.partitions_def == job_partitions
+    sensor = defs.resolve_sensor_def("new_job_dirs")
+    assert sensor.job_name == "ingest_job"
+    assert sensor.minimum_interval_seconds == 30
+    assert set(defs.resources or {}) >= {"run_roots", "parquet_io_manager"}
+
+
+def test_asset_graph_shape() -> None:
+    graph = definitions_module.defs.resolve_asset_graph()
+    raw = graph.get(dg.AssetKey("raw_trials"))
+    assert raw.group_name == "ingest"
+    assert raw.partitions_def == job_partitions
+    for key in ("validated_trials", "findings"):
+        node = graph.get(dg.AssetKey(key))
+        assert node.group_name == "gate"
+        assert node.partitions_def == job_partitions
+        assert node.parent_keys == {dg.AssetKey("raw_trials")}
+
+
+def test_run_roots_default_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BF_RUN_ROOTS", raising=False)
+    assert RunRoots().roots == [str(DEFAULT_RUN_ROOT)]
+    monkeypatch.setenv("BF_RUN_ROOTS", os.pathsep.join(["/a/jobs", "/b/jobs", ""]))
+    assert RunRoots().roots == ["/a/jobs", "/b/jobs"]
+    assert RunRoots(roots=["/c"]).roots == ["/c"]
+    opts = RunRoots(roots=["/c"], tasks_dir="/t", plan_path="/p.yaml").review_options()
+    assert isinstance(opts, ReviewOptions)
+    assert (opts.tasks_dir, opts.plan_path, opts.quarantine_path) == ("/t", "/p.yaml", None)
+
+
+def test_warehouse_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        monkeypatch.setenv("BF_WAREHOUSE", "memory://bf-warehouse")
+        mod = importlib.reload(definitions_module)
+        io = (mod.defs.resources or {})["parquet_io_manager"]
+        assert isinstance(io, ParquetIOManager)
+        assert io.base_dir == "memory://bf-warehouse"
+        monkeypatch.delenv("BF_WAREHOUSE")
+        mod = importlib.reload(definitions_module)
+        io = (mod.defs.resources or {})["parquet_io_manager"]
+        assert Path(io.base_dir) == Path(__file__).resolve().parents[1] / "data" / "warehouse"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(definitions_module)
+
+
+# --------------------------------------------------------------------------- materialization
+
+
+def test_materialize_writer_fixture_job(jobs_root: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    resources = {
+        "run_roots": RunRoots(roots=[str(jobs_root)]),
+        "parquet_io_manager": ParquetIOManager(base_dir=str(warehouse)),
+    }
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(job_partitions.name, [KEY])
+        result = dg.materialize(
+            [raw_trials, validated_trials],
+            partition_key=KEY,
+            instance=instance,
+            resources=resources,
+        )
+        assert result.success
+        validated = result.output_for_node("validated_trials", "validated_trials")
+        findings = result.output_for_node("validated_trials", "findings")
+
+    # Tables: a job key's '/' becomes a sub-folder under each asset's folder.
+    for asset in ("raw_trials", "validated_trials", "findings"):
+        assert (warehouse / asset / "jobs" / f"{JOB}.parquet").is_file()
+    on_disk = pd.read_parquet(warehouse / "validated_trials" / "jobs" / f"{JOB}.parquet")
+    assert len(on_disk) == len(validated) == 4
+    assert sorted(validated["outcome"]) == sorted(["pass", "unhealthy", "unhealthy", "oracle"])
+    assert set(validated["job"]) == {KEY}
+    bbbb = findings[findings["rollout"] == "demo-task__bbbb2222"]
+    assert "GATE_VERIFIER_ERROR" in set(bbbb["check"])
+
+    raw_meta = _meta(result, "raw_trials")
+    assert raw_meta["dagster/row_count"] == 4
+    assert raw_meta["by_layout"] == {"production": 4}
+    assert isinstance(raw_meta["read_findings"], int)
+    assert "demo-task__aaaa1111" in str(raw_meta["preview"])
+    assert str(raw_meta["path"]).endswith(f"raw_trials/jobs/{JOB}.parquet")
+
+    v_meta = _meta(result, "validated_trials")
+    assert v_meta["dagster/row_count"] == 4
+    by_outcome = v_meta["by_outcome"]
+    assert isinstance(by_outcome, dict)
+    assert {k: n for k, n in by_outcome.items() if n} == {"pass": 1, "unhealthy": 2, "oracle": 1}
+    by_verdict = v_meta["by_verdict"]
+    assert isinstance(by_verdict, dict)
+    assert sum(by_verdict.values()) == 4
+    assert v_meta["healthy"] == 1
+    assert v_meta["training_ready"] == 1
+    assert v_meta["release_verdict"] in {
+        "not_publishable",
+        "publishable_with_quarantines",
+        "publishable",
+    }
+    assert "GATE_VERIFIER_ERROR" in str(v_meta["findings_by_check"])
+
+    f_meta = _meta(result, "findings")
+    assert f_meta["dagster/row_count"] == len(findings) > 0
+    by_severity = f_meta["by_severity"]
+    assert isinstance(by_severity, dict)
+    assert sum(by_severity.values()) == len(findings)
+    assert by_severity["blocker"] >= 1
+
+
+def test_materialize_unknown_partition_fails(jobs_root: Path, tmp_path: Path) -> None:
+    resources = {
+        "run_roots": RunRoots(roots=[str(jobs_root)]),
+        "parquet_io_manager": ParquetIOManager(base_dir=str(tmp_path / "warehouse")),
+    }
+    with dg.instance_for_test() as instance, pytest.raises(dg.DagsterUnknownPartitionError):
+        dg.materialize([raw_trials], partition_key=KEY, instance=instance, resources=resources)
