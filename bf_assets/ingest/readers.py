@@ -31,7 +31,7 @@ class ReadLimits:
     max_jsonl_bytes: int = 16 * 1024 * MiB  # a trajectory file
     max_line_bytes: int = 16 * MiB  # one JSONL line (an LLM exchange; largest real ones < 1 MB)
     max_row_bytes: int = 4 * 1024 * MiB  # the one results.jsonl row, parsed as a stream
-    max_depth: int = 512  # JSON nesting
+    max_depth: int = 1024  # JSON nesting (orjson's own limit; a lower value adds a check pass)
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -151,6 +151,9 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_ORJSON_DEPTH = 1024
+
+
 def parse_json_bytes(
     data: bytes, limits: ReadLimits = DEFAULT_LIMITS
 ) -> tuple[Any, list[ReadIssue]]:
@@ -159,8 +162,11 @@ def parse_json_bytes(
     Handles invalid UTF-8 (replaced, with a warning, when the rest parses), NaN/Infinity
     literals (read as null, with a warning) and nesting beyond ``limits.max_depth``.
     """
-    # Cheap precheck: a value cannot nest deeper than its count of opening brackets.
-    may_be_deep = data.count(b"[") + data.count(b"{") > limits.max_depth
+    # orjson refuses nesting past 1024 itself; a lower cap needs an explicit walk, done only
+    # when the line has more opening brackets than the cap (a value cannot nest deeper).
+    may_be_deep = (
+        limits.max_depth < _ORJSON_DEPTH and data.count(b"[") + data.count(b"{") > limits.max_depth
+    )
     try:
         value = orjson.loads(data)
         issues: list[ReadIssue] = []
