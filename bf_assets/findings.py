@@ -13,7 +13,7 @@ EVIDENCE_MAX_CHARS = 240
 
 def clip(text: Any, limit: int = EVIDENCE_MAX_CHARS) -> str:
     """A short single-line excerpt for evidence and messages."""
-    s = text if isinstance(text, str) else repr(text)
+    s = text if isinstance(text, str) else _show(text)
     s = " ".join(s.split())
     if len(s) > limit:
         s = s[: limit - 1] + "…"
@@ -51,6 +51,15 @@ class Finding:
         )
 
 
+def _show(value: Any) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(value, default=str).decode()[: 4 * EVIDENCE_MAX_CHARS]
+    except TypeError:
+        return f"<{type(value).__name__}>"
+
+
 def finding(
     check: str,
     message: str,
@@ -70,7 +79,7 @@ def finding(
     ev = (
         None
         if evidence is None
-        else clip(redact_text(evidence if isinstance(evidence, str) else repr(evidence)))
+        else clip(redact_text(evidence if isinstance(evidence, str) else _show(evidence)))
     )
     return Finding(check, sev.value, message, file, line, ev)
 

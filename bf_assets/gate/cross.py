@@ -25,7 +25,7 @@ def _model_key(m: str) -> str:
 def models_agree(a: str, b: str) -> bool:
     """Same model up to a provider prefix or a version/date suffix (``x`` vs ``openai/x-2025``)."""
     ka, kb = _model_key(a), _model_key(b)
-    return ka == kb or ka.startswith(kb) or kb.startswith(ka)
+    return ka == kb or ka.startswith(kb + "-") or kb.startswith(ka + "-")
 
 
 def _mismatch(what: str, values: dict[str, Any], file: str | None = None) -> Finding:
@@ -53,6 +53,12 @@ def _task(
     vals: dict[str, Any] = {}
     if r.get("task_name"):
         vals["result.task_name"] = r["task_name"]
+    else:
+        yield finding(
+            "GATE_CROSS_MISMATCH",
+            "result.json names no task (task_name is absent)",
+            file="result.json",
+        )
     tp = c.get("task_path")
     if isinstance(tp, str) and tp:
         vals["config.task_path"] = PurePosixPath(tp).name

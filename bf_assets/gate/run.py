@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from bf_assets.findings import Finding, finding, sort_findings
 from bf_assets.gate import artifacts, cross, result, row
-from bf_assets.gate.verdict import Classification, classify, verdict_of
+from bf_assets.gate.verdict import Classification, attribution_reason, classify, verdict_of
 from bf_assets.gate.view import ResultView, result_view
 from bf_assets.ingest.scan import TrialData
 
@@ -84,7 +84,36 @@ def run_gate(t: TrialData) -> GateResult:
         found = [f for f in found if f.check not in _ORACLE_NOT_APPLICABLE]
     found = _dedupe(found)
     cls = classify(t, v, found)
+    found.extend(attribution_findings(cls, v))
     return GateResult(sort_findings(found), cls, verdict_of(found), v)
+
+
+def attribution_findings(cls: Classification, v: ResultView) -> list[Finding]:
+    """``ATTR_*`` for a fail or timeout that is not a model-capability outcome (checks.md)."""
+    if cls.outcome not in ("fail", "normal_timeout", "unhealthy"):
+        return []
+    if cls.attribution == "experiment_fidelity":
+        why = attribution_reason(v)
+        if why is None:
+            return []  # unhealthy for missing artifacts: the gate findings already say why
+        return [
+            finding(
+                "ATTR_EXPERIMENT_FIDELITY",
+                f"caused by the experiment, not the model: {why}",
+                file="result.json",
+                evidence=v.error or v.verifier_error,
+            )
+        ]
+    if cls.attribution == "unknown" and cls.outcome != "unhealthy":
+        return [
+            finding(
+                "ATTR_UNKNOWN",
+                f"a {cls.outcome} whose cause cannot be attributed",
+                file="result.json",
+                evidence=v.error,
+            )
+        ]
+    return []
 
 
 _ORACLE_NOT_APPLICABLE = frozenset(

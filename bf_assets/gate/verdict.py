@@ -24,6 +24,20 @@ def _token_total(v: ResultView) -> float:
     return max((s.best_total or 0) for s in v.tokens) if v.tokens else 0.0
 
 
+def attribution_reason(v: ResultView) -> str | None:
+    """The experiment-side cause of a non-pass, when the result shows one."""
+    reason = infra_reason(v) or verifier_reason(v)
+    if reason:
+        return reason
+    if v.error_category == "idle_timeout":
+        return "idle timeout (the harness stalled)"
+    if v.timed_out and v.reward is None:
+        return "an unscored timeout"
+    if v.timed_out and _token_total(v) <= 0:
+        return "a timeout without token usage"
+    return None
+
+
 def attribute(v: ResultView, outcome: str, blockers: bool) -> str:
     """Why a non-pass ended as it did: model capability only with evidence that it was the model."""
     if outcome == Outcome.PASS:

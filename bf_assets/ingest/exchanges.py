@@ -204,7 +204,8 @@ def canonical_key(body: Any) -> str:
     try:
         data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     except (TypeError, orjson.JSONEncodeError):
-        data = repr(body).encode()
+        # Unencodable (e.g. nested past the encoder's limit): a group of its own.
+        data = f"unencodable:{id(body)}".encode()
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 

@@ -103,22 +103,23 @@ def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
         return None, ReadIssue(IssueKind.MISSING, f"{path.name} is absent")
     except OSError as exc:
         return None, ReadIssue(IssueKind.IO_ERROR, f"cannot stat {path.name}: {exc.strerror}")
-    target = path
+    # Resolve the whole path, not only its last component: a linked parent directory
+    # (``trajectory -> /elsewhere``) must not carry a read outside the run root.
+    try:
+        real = Path(os.path.realpath(path))
+        real_root = Path(os.path.realpath(root))
+    except OSError as exc:
+        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {path.name}: {exc}")
+    if real != real_root and real_root not in real.parents:
+        return None, ReadIssue(
+            IssueKind.LINK_ESCAPE, f"{path.name} resolves through a link that leaves the run root"
+        )
+    target = real
     if stat.S_ISLNK(st.st_mode):
-        try:
-            real = Path(os.path.realpath(path))
-            real_root = Path(os.path.realpath(root))
-        except OSError as exc:
-            return None, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve link {path.name}: {exc}")
-        if real != real_root and real_root not in real.parents:
-            return None, ReadIssue(
-                IssueKind.LINK_ESCAPE, f"{path.name} is a link that leaves the run root"
-            )
         try:
             st = os.stat(real)
         except OSError:
             return None, ReadIssue(IssueKind.MISSING, f"{path.name} is a dangling link")
-        target = real
     if not stat.S_ISREG(st.st_mode):
         return None, ReadIssue(
             IssueKind.SPECIAL_FILE, f"{path.name} is not a regular file; not opened"

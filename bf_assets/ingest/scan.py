@@ -154,8 +154,8 @@ def _compact(v: Any) -> str:
 
     try:
         return orjson.dumps(v).decode()[:MAX_EVENT_TEXT]
-    except TypeError:
-        return repr(v)[:MAX_EVENT_TEXT]
+    except TypeError:  # e.g. nesting past orjson's encoder limit; never fall back to repr()
+        return f"<{type(v).__name__} too deep to show>"
 
 
 def _scan_acp(path: Path, root: Path, limits: ReadLimits) -> tuple[AcpFacts, FileStats]:

@@ -30,6 +30,11 @@ def hex_token(rng: random.Random, n: int) -> str:
     return f"{rng.getrandbits(4 * n):0{n}x}"
 
 
+def uuid_like(rng: random.Random) -> str:
+    """A UUID-shaped hex id (8-4-4-4-12) drawn from ``rng``."""
+    return "-".join(hex_token(rng, n) for n in (8, 4, 4, 4, 12))
+
+
 @dataclass(frozen=True)
 class Usage:
     """One exchange's tokens, cache-inclusive input (artifacts.md §3.2 ``agent_result``)."""
@@ -80,7 +85,7 @@ class Conversation:
         return "call_" + token(rng, 24)
 
     def response_id(self, rng: random.Random) -> str:
-        return f"chatcmpl-{hex_token(rng, 8)}-{hex_token(rng, 4)}-{hex_token(rng, 4)}-{hex_token(rng, 4)}-{hex_token(rng, 12)}"
+        return "chatcmpl-" + uuid_like(rng)
 
     def input_shape(self) -> dict[str, Any]:
         return {"has_messages": True, "has_input": False, "n_messages": len(self.history)}

@@ -12,6 +12,7 @@ The catalog text is what each harness really puts in its first LLM request:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from bf_assets.sample.tasks import Task
@@ -34,7 +35,12 @@ class HarnessInfo:
     @property
     def alias(self) -> str:
         """LiteLLM proxy alias ``benchflow-<sanitized id>`` (request.body.model)."""
-        return "benchflow-" + "".join(c if c.isalnum() else "-" for c in self.model.lower())
+        return _alias(self.model)
+
+
+@functools.cache
+def _alias(model: str) -> str:
+    return "benchflow-" + "".join(c if c.isalnum() else "-" for c in model.lower())
 
 
 HARNESSES: dict[str, HarnessInfo] = {

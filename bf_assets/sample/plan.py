@@ -33,8 +33,8 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
     # The healthy retry; the errored first attempt is planned with RETRY_ERRORED below.
     "retry_superseded": ("pass", ()),
     "verifier_crash": ("unhealthy", ("GATE_VERIFIER_ERROR", "GATE_REWARD_MISSING")),
-    # A partial trajectory has no dedicated GATE_* id in checks.md; the outcome says it.
-    "partial_timeout": ("unhealthy", ()),
+    # GATE_TRAJECTORY_PARTIAL is a project addition (docs/checks.md), not in shared checks.md
+    "partial_timeout": ("unhealthy", ("GATE_TRAJECTORY_PARTIAL",)),
     "sandbox_failure": (
         "unhealthy",
         (
@@ -57,10 +57,11 @@ SCENARIOS: dict[str, tuple[str, tuple[str, ...]]] = {
     "incomplete": ("incomplete", ("GATE_RESULT_MISSING",)),
 }
 
-# The errored first attempt of a ``retry_superseded`` pair (ACP pipe closed, no reward).
+# The errored first attempt of a ``retry_superseded`` pair (ACP pipe closed mid tool call,
+# partial trajectory, no reward).
 RETRY_ERRORED: tuple[str, tuple[str, ...]] = (
     "unhealthy",
-    ("GATE_INFRA_ERROR", "GATE_REWARD_MISSING"),
+    ("GATE_INFRA_ERROR", "GATE_REWARD_MISSING", "GATE_TRAJECTORY_PARTIAL"),
 )
 
 HARNESSES = ("codex-acp", "claude-agent-acp", "openhands", "gemini")

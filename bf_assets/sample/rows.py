@@ -100,7 +100,7 @@ def norm_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     return tools
 
 
-def _assistant(body: dict[str, Any], chat: bool) -> dict[str, Any] | None:
+def assistant_message(body: dict[str, Any], chat: bool) -> dict[str, Any] | None:
     if chat:
         choices = body.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0].get("message"), dict):
@@ -166,7 +166,7 @@ def normalize_exchange(
             for m in body.get("input") or []
             if isinstance(m, dict) and m.get("type") != "reasoning"
         ]
-    assistant = _assistant(ex["response"]["body"], chat)
+    assistant = assistant_message(ex["response"]["body"], chat)
     if assistant is None:
         return None
     msgs.append(assistant)

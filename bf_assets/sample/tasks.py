@@ -334,7 +334,7 @@ def script(
         if i >= len(task.shell_steps):
             start = 1 + 40 * i
             command = f"{command.split(' && ')[0].split(' | ')[0]} | sed -n '{start},{start + 39}p'"
-            say = "Looking at the next part of the output."
+            say = ""
         actions.append(
             Action(
                 kind="shell",

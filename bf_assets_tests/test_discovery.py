@@ -1,0 +1,240 @@
+"""Discovery: every trial found exactly once with its layout; job-level files never trials."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from trialkit import JOB, Trial, build_trial, healthy_spec
+
+from bf_assets.ingest.discovery import TrialRef, discover, discover_jobs
+from bf_assets.review import review_roots
+
+HARBOR_JOB_DIRS = (
+    "benchflow-ai__skillsbench-trajectories/minimax-m2.1+claude-code/no_skills",
+    "benchflow-ai__skillsbench-trajectories/yimin/ablation-noskills-haiku/"
+    "terminus-2-claudehaiku4520-skills-3d-scan-calc-d50cb0",
+)
+DOGFOOD = "benchflow-ai__benchflow/docs/examples/user_dogfood_results"
+TRIAL_LOG_ONLY = (
+    "benchflow-ai__skillsbench-trajectories/yimin/yimin_terminus_ablation/byos/terminus2_haiku/"
+    "scheduling-email-assistant/scheduling-email-assistant__4exzDzN"
+)
+
+
+def found(root: Path) -> list[TrialRef]:
+    trials = discover([root]).trials
+    paths = [t.path for t in trials]
+    assert len(paths) == len(set(paths)), "a trial was reported twice"
+    return trials
+
+
+def by_rel(root: Path) -> dict[str, TrialRef]:
+    return {t.rel_path: t for t in found(root)}
+
+
+# --------------------------------------------------------------------------- the fixture sets
+
+
+def test_benchflow_evals_are_five_flat_trials(fixtures_dir: Path) -> None:
+    trials = by_rel(fixtures_dir / "benchflow-evals")
+    assert sorted(trials) == [
+        "clean-pass",
+        "infra-timeout-missing-usage",
+        "missing-llm-trajectory",
+        "no-skill-leak",
+        "reward-hack",
+    ]
+    assert {t.layout for t in trials.values()} == {"flat"}
+
+
+def test_benchflow_writer_is_four_production_trials(fixtures_dir: Path) -> None:
+    trials = by_rel(fixtures_dir / "benchflow-writer")
+    assert sorted(trials) == [f"jobs/{JOB}/demo-task__{x}" for x in ("aaaa1111", "bbbb2222", "cccc3333", "dddd4444")]  # fmt: skip
+    assert {t.layout for t in trials.values()} == {"production"}
+    assert {t.job for t in trials.values()} == {JOB}
+
+
+def test_harbor_real_is_41_harbor_trials_and_one_production(fixtures_dir: Path) -> None:
+    root = fixtures_dir / "harbor-real"
+    trials = by_rel(root)
+    assert Counter(t.layout for t in trials.values()) == {"harbor": 41, "production": 1}
+    assert trials[DOGFOOD].layout == "production"
+    assert trials[TRIAL_LOG_ONLY].layout == "harbor"  # no result.json, no config.json
+    for job_dir in HARBOR_JOB_DIRS:
+        assert (root / job_dir / "result.json").is_file()
+        assert job_dir not in trials  # a Harbor job-level result.json is not a trial
+    assert not [r for r in trials if r.startswith("Etelis__")]  # replay files, not trials
+
+
+def test_harbor_real_trials_match_the_manifest(fixtures_dir: Path) -> None:
+    root = fixtures_dir / "harbor-real"
+    manifest = (root / "MANIFEST.md").read_text()
+    listed = {
+        "benchflow-ai__skillsbench-trajectories/" + line.split("`")[1]
+        for line in manifest.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip().isdigit()
+    }
+    assert len(listed) == 41
+    assert {r for r, t in by_rel(root).items() if t.layout == "harbor"} == listed
+
+
+def test_every_fixture_root_at_once(fixtures_dir: Path) -> None:
+    roots = [fixtures_dir / n for n in ("benchflow-evals", "benchflow-writer", "harbor-real")]
+    trials = discover(roots).trials
+    assert len(trials) == 5 + 4 + 42
+    assert len({t.path for t in trials}) == len(trials)
+
+
+# --------------------------------------------------------------------------- production variants
+
+
+def test_model_matrix_trial_index(runs_root: Path) -> None:
+    t = healthy_spec().write(runs_root, under="gpt-x/trial-01")
+    (runs_root / "matrix-summary.json").write_text(json.dumps({"schema_version": 1, "runs": []}))
+    [ref] = found(runs_root)
+    assert ref.path == str(t.path) and ref.layout == "production"
+    assert ref.rel_path == f"gpt-x/trial-01/{JOB}/demo-task__aaaa1111"
+    review = t.review()
+    assert review.identity.trial_index == 1
+    assert review.identity.sources["trial_index"] == "path:trial-NN"
+
+
+def test_worker_shards(runs_root: Path) -> None:
+    shards = runs_root / "worker-shards"
+    t = healthy_spec().write(runs_root, under="worker-shards/shard-000/jobs")
+    (shards / "plan.json").write_text("{}")
+    (shards / "shard-000" / "worker_payload.json").write_text("{}")
+    (shards / "shard-000" / "worker_result.json").write_text('{"ok": true}')
+    (shards / "shard-000" / "jobs" / JOB / "summary.json").write_text('{"total": 1}')
+    (runs_root / "summary.json").write_text('{"shards": []}')
+    [ref] = found(runs_root)
+    assert ref.path == str(t.path) and ref.job == JOB
+
+
+def test_incomplete_trial_with_config_only(trial: Trial) -> None:
+    for f in trial.path.rglob("*"):
+        if f.is_file() and f.name != "config.json":
+            f.unlink()
+    [ref] = found(trial.root)
+    assert (ref.path, ref.layout) == (str(trial.path), "production")
+    review = trial.review()
+    assert review.outcome == "incomplete"
+    assert "GATE_RESULT_MISSING" in {f.check for f in review.findings}
+    assert not review.healthy and review.verdict == "rejected"
+
+
+def test_in_progress_trial_with_trajectories_only(trial: Trial) -> None:
+    for rel in ("result.json", "config.json", "results.jsonl"):
+        trial.drop(rel)
+    [ref] = found(trial.root)
+    assert ref.path == str(trial.path)
+    assert trial.review().outcome == "incomplete"
+
+
+def test_tmp_files_and_dirs_are_ignored(trial: Trial) -> None:
+    job = trial.root / JOB
+    (job / "demo-task__killed0").mkdir()
+    (job / "demo-task__killed0" / "result.json.tmp").write_text("{}")
+    healthy_spec(rollout_id="tmpdir00").write(job / "staging.tmp")
+    trial.write_text("results.jsonl.tmp", "partial")
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+    assert "results.jsonl.tmp" not in {f.path for f in trial.review().files}
+
+
+def test_job_level_files_are_not_trials(trial: Trial) -> None:
+    job = trial.root / JOB
+    (job / "summary.json").write_text(json.dumps({"job_name": JOB, "total": 1}))
+    (job / "results.jsonl").write_text(trial.file("results.jsonl").read_text())
+    (job / "verifiers.jsonl").write_text("{}\n")
+    (job / "results.errors.json").write_text('{"schema_version": 1}')
+    (trial.root / "summary.json").write_text(json.dumps({"job_name": JOB}))
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+
+
+def test_result_json_under_artifacts_is_not_a_trial(trial: Trial) -> None:
+    stray = {"task_name": "x", "rollout_name": "x__1", "rewards": {"reward": 1.0}}
+    trial.write_text("artifacts/out/result.json", json.dumps(stray))
+    trial.write_text("verifier/result.json", json.dumps(stray))
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+
+
+def test_directory_link_inside_the_root_is_followed_once(trial: Trial) -> None:
+    os.symlink(trial.root / JOB, trial.root / "latest")
+    [ref] = found(trial.root)
+    assert ref.path == str(trial.path) and ref.job == JOB
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="discovery.discover: the first path walked wins, so a link that sorts before the "
+    "real job dir becomes the trial's path and job name ('0-latest' instead of the job)",
+)
+def test_directory_link_inside_the_root_does_not_rename_the_job(trial: Trial) -> None:
+    os.symlink(trial.root / JOB, trial.root / "0-latest")
+    [ref] = found(trial.root)
+    assert ref.path == str(trial.path) and ref.job == JOB
+
+
+def test_directory_link_leaving_the_root_is_reported_unreadable(
+    trial: Trial, tmp_path: Path
+) -> None:
+    outside = build_trial(tmp_path / "elsewhere", rollout_id="ffff0000")
+    link = trial.root / JOB / outside.path.name
+    os.symlink(outside.path, link)
+    refs = {Path(t.path).name: t for t in found(trial.root)}
+    assert refs[outside.path.name].link_escape and refs[outside.path.name].path == str(link)
+    report = review_roots([trial.root])
+    escaped = next(t for t in report.trials if t.ref.link_escape)
+    assert [f.check for f in escaped.findings] == ["GATE_UNREADABLE"]
+    assert (escaped.verdict, escaped.healthy) == ("rejected", False)
+
+
+def test_job_directory_link_leaving_the_root_is_a_near_miss(trial: Trial, tmp_path: Path) -> None:
+    outside = build_trial(tmp_path / "elsewhere", rollout_id="ffff0000")
+    os.symlink(outside.path.parent, trial.root / "other-job")
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+    skipped = dict(discover([trial.root]).skipped)
+    assert "leaves the run root" in skipped[str(trial.root / "other-job")]
+
+
+def test_unparsable_result_is_still_a_trial(trial: Trial) -> None:
+    trial.drop("config.json")
+    trial.write_text("result.json", "{not json")
+    [ref] = found(trial.root)
+    assert ref.layout == "unknown"
+    assert "GATE_RESULT_INVALID" in trial.checks()
+
+
+def test_unrecognised_result_is_a_near_miss(runs_root: Path) -> None:
+    d = runs_root / "misc"
+    d.mkdir()
+    (d / "result.json").write_text('{"score": 3}')
+    disc = discover([runs_root])
+    assert disc.trials == [] and str(d) in dict(disc.skipped)
+
+
+def test_root_that_is_a_trial(trial: Trial) -> None:
+    [ref] = discover([trial.path]).trials
+    assert ref.rel_path == "." and ref.path == str(trial.path)
+
+
+def test_same_root_twice_reports_each_trial_once(trial: Trial) -> None:
+    assert len(discover([trial.root, trial.root, trial.root / JOB]).trials) == 1
+
+
+def test_root_must_be_a_directory(tmp_path: Path) -> None:
+    with pytest.raises(NotADirectoryError):
+        discover([tmp_path / "missing"])
+
+
+def test_jobs_group_trials_and_fingerprint_changes(trial: Trial) -> None:
+    healthy_spec(rollout_id="bbbb0000").write(trial.root)
+    [job] = discover_jobs([trial.root])
+    assert (job.n_trials, Path(job.path).name) == (2, JOB)
+    trial.write_text("timing.json", '{"total": 1.0, "verifier": 0.5}')
+    [again] = discover_jobs([trial.root])
+    assert again.key == job.key and again.fingerprint != job.fingerprint
