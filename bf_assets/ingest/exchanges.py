@@ -315,3 +315,132 @@ class ExchangeLog:
             if safe:
                 chosen.append(exs[max(safe)].index)
         return sorted(chosen)
+
+
+# --------------------------------------------------------------------------- agent actions
+
+
+def _text(v: Any, limit: int) -> str:
+    if isinstance(v, str):
+        return v[:limit]
+    if isinstance(v, list):
+        parts = []
+        for p in v:
+            if isinstance(p, dict):
+                t = p.get("text") if isinstance(p.get("text"), str) else p.get("content")
+                parts.append(t if isinstance(t, str) else "")
+            elif isinstance(p, str):
+                parts.append(p)
+        return "\n".join(parts)[:limit]
+    if v is None:
+        return ""
+    try:
+        return orjson.dumps(v).decode()[:limit]
+    except TypeError:
+        return ""
+
+
+def response_actions(
+    body: Any, limit: int = 8192
+) -> tuple[list[tuple[str, str | None, str]], list[str]]:
+    """``([(call_id, name, arguments_text)], [assistant_text])`` of one provider response."""
+    calls: list[tuple[str, str | None, str]] = []
+    texts: list[str] = []
+    if not isinstance(body, dict):
+        return calls, texts
+    for item in body.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") in ("function_call", "tool_call"):
+            calls.append(
+                (
+                    str(item.get("call_id") or item.get("id") or ""),
+                    item.get("name"),
+                    _text(item.get("arguments"), limit),
+                )
+            )
+        elif item.get("type") == "message":
+            texts.append(_text(item.get("content"), limit))
+    messages: list[Any] = [
+        c.get("message") for c in body.get("choices") or [] if isinstance(c, dict)
+    ]
+    messages.append(body.get("message"))
+    for msg in messages:
+        if not isinstance(msg, dict):
+            continue
+        if msg.get("content"):
+            texts.append(_text(msg.get("content"), limit))
+        for call in msg.get("tool_calls") or []:
+            if isinstance(call, dict):
+                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                calls.append(
+                    (
+                        str(call.get("id") or ""),
+                        fn.get("name") or call.get("name"),
+                        _text(fn.get("arguments"), limit),
+                    )
+                )
+    if isinstance(body.get("content"), list):
+        for block in body["content"]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use":
+                calls.append(
+                    (
+                        str(block.get("id") or ""),
+                        block.get("name"),
+                        _text(block.get("input"), limit),
+                    )
+                )
+            elif block.get("type") == "text":
+                texts.append(_text(block.get("text"), limit))
+    for cand in body.get("candidates") or []:
+        parts = (cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None
+        for part in parts or []:
+            if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
+                fc = part["functionCall"]
+                calls.append(
+                    (str(fc.get("id") or ""), fc.get("name"), _text(fc.get("args"), limit))
+                )
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"][:limit])
+    return calls, [t for t in texts if t]
+
+
+def request_observations(body: Any, limit: int = 8192) -> list[tuple[str, str]]:
+    """``(call_id, text)`` of every tool result a request carries (the agent's observations)."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(body, dict):
+        return out
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        for pos, m in enumerate(items):
+            if not isinstance(m, dict):
+                continue
+            if m.get("role") == "tool":
+                out.append(
+                    (str(m.get("tool_call_id") or f"{key}:{pos}"), _text(m.get("content"), limit))
+                )
+            elif m.get("type") == "function_call_output":
+                out.append((str(m.get("call_id") or f"{key}:{pos}"), _text(m.get("output"), limit)))
+            content = m.get("content")
+            if isinstance(content, list):
+                for bi, block in enumerate(content):
+                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                        out.append(
+                            (
+                                str(block.get("tool_use_id") or f"{key}:{pos}:{bi}"),
+                                _text(block.get("content"), limit),
+                            )
+                        )
+            for pi, part in enumerate(
+                m.get("parts") or [] if isinstance(m.get("parts"), list) else []
+            ):
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                    fr = part["functionResponse"]
+                    out.append(
+                        (str(fr.get("id") or f"{key}:{pos}:{pi}"), _text(fr.get("response"), limit))
+                    )
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
-from bf_assets.ingest.exchanges import ExchangeLog
+from bf_assets.ingest.exchanges import ExchangeLog, request_observations, response_actions
 from bf_assets.ingest.identity import Identity, identify
 from bf_assets.ingest.messages import StepFacts, step_facts
 from bf_assets.ingest.readers import (
@@ -81,6 +81,12 @@ class LlmFacts:
     log: ExchangeLog = field(default_factory=ExchangeLog)
     first_request: Any = None  # the first real request body (startup prompt), for the audits
     first_request_line: int | None = None
+    # Agent actions and observations for the audits, each kept once, capped.
+    actions: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # {line, exchange, id, name, arguments}
+    observations: list[dict[str, Any]] = field(default_factory=list)  # {line, id, text}
+    assistant_texts: list[dict[str, Any]] = field(default_factory=list)  # {line, text}
 
     @property
     def selected(self) -> list[int]:
@@ -224,9 +230,34 @@ def _fold_issues(
             unreadable.append(BadLine(line, i.message, i.excerpt))
 
 
+def _collect_actions(
+    facts: LlmFacts, row: dict[str, Any], req_body: Any, line: int, index: int, seen_obs: set[str]
+) -> None:
+    if len(facts.observations) < MAX_TOOL_EVENTS:
+        for cid, text in request_observations(req_body, MAX_EVENT_TEXT):
+            if cid not in seen_obs:
+                seen_obs.add(cid)
+                facts.observations.append({"line": line, "id": cid, "text": text})
+    resp = row.get("response")
+    body = resp.get("body") if isinstance(resp, dict) else None
+    if (
+        not (isinstance(resp, dict) and resp.get("status_code") in (200, None))
+        or len(facts.actions) >= MAX_TOOL_EVENTS
+    ):
+        return
+    calls, texts = response_actions(body, MAX_EVENT_TEXT)
+    for cid, name, args in calls:
+        facts.actions.append(
+            {"line": line, "exchange": index, "id": cid, "name": name, "arguments": args}
+        )
+    for text in texts[:4]:
+        facts.assistant_texts.append({"line": line, "text": text})
+
+
 def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
     facts = LlmFacts()
     state = JsonlFile()
+    seen_obs: set[str] = set()
     for item in iter_jsonl(path, root, state, limits):
         _fold_issues(
             item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
@@ -246,9 +277,11 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
         if isinstance(resp, dict) and "body" in resp and not isinstance(resp.get("body"), dict):
             facts.bad_response_body.append(item.line)
         ex = facts.log.add(row, item.line)
+        req_body = req.get("body") if isinstance(req, dict) else None
         if ex.has_request and facts.first_request is None:
-            facts.first_request = req.get("body")  # type: ignore[union-attr]
+            facts.first_request = req_body
             facts.first_request_line = item.line
+        _collect_actions(facts, row, req_body, item.line, ex.index, seen_obs)
     facts.present = state.present
     facts.issues = state.issues
     return facts, state.stats
