@@ -168,11 +168,6 @@ def test_directory_link_inside_the_root_is_followed_once(trial: Trial) -> None:
     assert ref.path == str(trial.path) and ref.job == JOB
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="discovery.discover: the first path walked wins, so a link that sorts before the "
-    "real job dir becomes the trial's path and job name ('0-latest' instead of the job)",
-)
 def test_directory_link_inside_the_root_does_not_rename_the_job(trial: Trial) -> None:
     os.symlink(trial.root / JOB, trial.root / "0-latest")
     [ref] = found(trial.root)

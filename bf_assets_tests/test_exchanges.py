@@ -244,12 +244,6 @@ def test_gemini_function_calls_are_tool_calls() -> None:
     assert usage_numbers(body) == (10.0, 2.0, 12.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="exchanges.response_tool_calls gives Gemini calls synthetic ids that "
-    "request_call_ids never finds (it ignores contents[].parts), so every answered Gemini "
-    "tool-call turn with a later request is dropped from the selection",
-)
 def test_gemini_answered_function_call_is_selected() -> None:
     fcall = {"functionCall": {"name": "run", "args": {"cmd": "ls"}}}
     first = [{"role": "user", "parts": [{"text": "go"}]}]

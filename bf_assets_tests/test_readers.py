@@ -149,11 +149,6 @@ def test_line_over_a_small_cap_is_drained_not_held(tmp_path: Path) -> None:
     assert peak[0] < 8 * 1024 * 1024
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="readers._jsonl_lines reads readline(cap + 1): with the 16 MiB default cap a 20 MB "
-    "line is held in memory (peak ~34 MB) before it is found to be over the cap",
-)
 def test_line_over_the_default_cap_is_not_held(tmp_path: Path) -> None:
     p = tmp_path / "a.jsonl"
     write_big_line_file(p)

@@ -116,8 +116,11 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
         real_root = Path(os.path.realpath(root))
         found: list[TrialRef] = []
         stack: list[Path] = [root]
-        while stack:
-            d = stack.pop()
+        # Linked directories inside the root are walked after every real one, so a trial is
+        # reported under its real path whatever the link is called ("0-latest" -> job).
+        linked: list[Path] = []
+        while stack or linked:
+            d = stack.pop() if stack else linked.pop(0)
             real = os.path.realpath(d)
             if real in seen_real:
                 continue
@@ -148,7 +151,9 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
                         if not _within(target, real_root):
                             _note_escaping_link(out, found, root, child)
                             continue
-                    elif not e.is_dir(follow_symlinks=False):
+                        linked.append(child)
+                        continue
+                    if not e.is_dir(follow_symlinks=False):
                         continue
                 except OSError:
                     continue

@@ -155,14 +155,19 @@ def response_tool_calls(body: Any) -> list[tuple[str, str | None]]:
                     (str(block["id"]), str(block.get("name")) if block.get("name") else None)
                 )
     # Gemini: candidates[].content.parts[].functionCall (no ids: use the name and position)
-    for ci, cand in enumerate(body.get("candidates") or []):
+    for cand in body.get("candidates") or []:
         parts = (cand.get("content") or {}).get("parts") if isinstance(cand, dict) else None
-        for pi, part in enumerate(parts or []):
+        for part in parts or []:
             if isinstance(part, dict) and isinstance(part.get("functionCall"), dict):
                 fc = part["functionCall"]
-                cid = fc.get("id") or f"gemini:{ci}:{pi}:{fc.get('name')}"
-                calls.append((str(cid), str(fc.get("name")) if fc.get("name") else None))
+                calls.append((_gemini_id(fc), str(fc.get("name")) if fc.get("name") else None))
     return calls
+
+
+def _gemini_id(fc: dict[str, Any]) -> str:
+    """Gemini calls carry an ``id`` only in newer APIs; otherwise the function name links a
+    call to the ``functionCall``/``functionResponse`` parts that echo it in later requests."""
+    return str(fc["id"]) if fc.get("id") else f"gemini-fn:{fc.get('name')}"
 
 
 def request_call_ids(body: Any) -> set[str]:
@@ -188,6 +193,11 @@ def request_call_ids(body: Any) -> set[str]:
             for call in m.get("tool_calls") or []:
                 if isinstance(call, dict) and (call.get("id") or call.get("tool_call_id")):
                     ids.add(str(call.get("id") or call.get("tool_call_id")))
+            for part in m.get("parts") if isinstance(m.get("parts"), list) else []:
+                if isinstance(part, dict):
+                    for k in ("functionCall", "functionResponse"):
+                        if isinstance(part.get(k), dict):
+                            ids.add(_gemini_id(part[k]))
             content = m.get("content")
             if isinstance(content, list):
                 for block in content:

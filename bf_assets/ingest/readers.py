@@ -267,7 +267,7 @@ def read_document(path: Path, root: Path, limits: ReadLimits = DEFAULT_LIMITS) -
         doc.issues.append(
             ReadIssue(
                 IssueKind.TOO_LARGE,
-                f"{path.name} is over the {limits.max_document_bytes // MiB} MiB cap",
+                f"{path.name} is over the {_cap_text(limits.max_document_bytes)} cap",
             )
         )
         return doc
@@ -334,7 +334,7 @@ def iter_jsonl(
             state.issues.append(
                 ReadIssue(
                     IssueKind.TOO_LARGE,
-                    f"{path.name} is over the {limits.max_jsonl_bytes // MiB} MiB cap",
+                    f"{path.name} is over the {_cap_text(limits.max_jsonl_bytes)} cap",
                 )
             )
             return
@@ -348,44 +348,54 @@ def iter_jsonl(
         )
 
 
+def _cap_text(cap: int) -> str:
+    return f"{cap // MiB} MiB" if cap >= MiB else f"{cap} byte"
+
+
 def _jsonl_lines(
     fh: IO[bytes], digest: Any, state: JsonlFile, cap: int, limits: ReadLimits
 ) -> Iterator[JsonlLine]:
+    """Lines up to ``MiB`` are read in one call (the common case).  A longer line is first
+    measured by scanning ahead in 1 MiB chunks, then re-read whole only when it is within the
+    cap, so an over-long line never costs more than one chunk of memory."""
     lineno = 0
     total = 0
+    step = min(MiB, cap + 1)
     while True:
-        raw = fh.readline(cap + 1)
+        start = fh.tell()
+        raw = fh.readline(step)
         if not raw:
             break
         lineno += 1
-        digest.update(raw)
-        length = len(raw)
-        if len(raw) > cap and not raw.endswith(b"\n"):
-            # Over the cap: drain the rest of the line without keeping it.
-            while True:
+        if raw.endswith(b"\n") or len(raw) < step:
+            length = len(raw)
+            digest.update(raw)
+        else:
+            length = len(raw)
+            while True:  # measure the line without keeping it
                 chunk = fh.readline(MiB)
                 if not chunk:
                     break
-                digest.update(chunk)
                 length += len(chunk)
                 if chunk.endswith(b"\n"):
                     break
-            total += length
-            yield JsonlLine(
-                lineno,
-                None,
-                length,
-                [
-                    ReadIssue(
-                        IssueKind.LINE_TOO_LONG,
-                        f"line of {length} bytes is over the {cap // MiB} MiB line cap",
-                        lineno,
-                    )
-                ],
-            )
-            continue
+            end = fh.tell()
+            if length > cap:
+                fh.seek(start)
+                _hash_range(fh, digest, length)
+                fh.seek(end)
+                total += length
+                msg = f"line of {length} bytes is over the {_cap_text(cap)} line cap"
+                yield JsonlLine(
+                    lineno, None, length, [ReadIssue(IssueKind.LINE_TOO_LONG, msg, lineno)]
+                )
+                continue
+            fh.seek(start)
+            raw = fh.read(length)
+            digest.update(raw)
         total += length
         body = raw.strip()
+        del raw
         if not body:
             continue
         value, issues = parse_json_bytes(body, limits)
@@ -394,6 +404,16 @@ def _jsonl_lines(
         yield JsonlLine(lineno, value, length, issues)
     state.stats.size = total
     state.stats.lines = lineno
+
+
+def _hash_range(fh: IO[bytes], digest: Any, length: int) -> None:
+    left = length
+    while left > 0:
+        chunk = fh.read(min(MiB, left))
+        if not chunk:
+            break
+        digest.update(chunk)
+        left -= len(chunk)
 
 
 def _excerpt(body: bytes, limit: int = 160) -> str:
