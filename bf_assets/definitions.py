@@ -11,6 +11,7 @@ import os
 
 import dagster as dg
 
+from bf_assets.defs.executors import select_executor
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.jobs import ingest_job
@@ -28,6 +29,7 @@ defs = dg.Definitions(
     assets=[raw_trials, validated_trials],
     jobs=[ingest_job],
     sensors=[new_job_dirs],
+    executor=select_executor(),
     resources={
         "run_roots": RunRoots(),
         "parquet_io_manager": ParquetIOManager(base_dir=warehouse_dir()),

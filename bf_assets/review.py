@@ -30,6 +30,7 @@ class ReviewOptions:
     tasks_dir: str | None = None
     plan_path: str | None = None
     quarantine_path: str | None = None
+    hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
 
 
 @dataclass(slots=True)
@@ -92,7 +93,7 @@ def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialRe
     """Scan and gate one trial; never raises for anything the trial contains."""
     opts = options or ReviewOptions()
     try:
-        return review_data(scan_trial(ref, opts.limits))
+        return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files))
     except (
         MemoryError,
         RecursionError,

@@ -8,6 +8,7 @@ over-long lines are skipped without being held, and whole-document JSON has a si
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -95,6 +96,17 @@ class FileStats:
 # --------------------------------------------------------------------------- file safety
 
 
+@functools.lru_cache(maxsize=8192)
+def _real_dir(d: str) -> str:
+    """``realpath`` of a directory, cached: files of one trial share their parents."""
+    return os.path.realpath(d)
+
+
+def clear_path_cache() -> None:
+    """Forget resolved directories (call before a new review: links may have changed)."""
+    _real_dir.cache_clear()
+
+
 def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
     """Return the real path to open, or an issue: absent, special, or a link leaving ``root``."""
     try:
@@ -105,16 +117,20 @@ def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
         return None, ReadIssue(IssueKind.IO_ERROR, f"cannot stat {path.name}: {exc.strerror}")
     # Resolve the whole path, not only its last component: a linked parent directory
     # (``trajectory -> /elsewhere``) must not carry a read outside the run root.
+    sp = os.fspath(path)
     try:
-        real = Path(os.path.realpath(path))
-        real_root = Path(os.path.realpath(root))
+        if stat.S_ISLNK(st.st_mode):
+            real_s = os.path.realpath(sp)
+        else:
+            real_s = os.path.join(_real_dir(os.path.dirname(sp)), os.path.basename(sp))
+        real_root = _real_dir(os.fspath(root))
     except OSError as exc:
         return None, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {path.name}: {exc}")
-    if real != real_root and real_root not in real.parents:
+    if real_s != real_root and not real_s.startswith(real_root.rstrip(os.sep) + os.sep):
         return None, ReadIssue(
             IssueKind.LINK_ESCAPE, f"{path.name} resolves through a link that leaves the run root"
         )
-    target = real
+    real = target = Path(real_s)
     if stat.S_ISLNK(st.st_mode):
         try:
             st = os.stat(real)

@@ -26,6 +26,7 @@ from bf_assets.ingest.readers import (
     JsonlFile,
     ReadIssue,
     ReadLimits,
+    check_file,
     hash_file,
     iter_jsonl,
     read_document,
@@ -298,50 +299,83 @@ def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
 
 
 def _inventory(
-    trial: Path, root: Path, known: dict[str, FileStats], issues: dict[str, list[ReadIssue]]
+    trial: Path,
+    root: Path,
+    known: dict[str, FileStats],
+    issues: dict[str, list[ReadIssue]],
+    *,
+    hash_files: bool,
 ) -> list[FileEntry]:
+    """Every file of the trial: parsed files reuse the stats of their read; the others are
+    hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review)."""
     entries: list[FileEntry] = []
-    stack = [trial]
+    base = os.fspath(trial)
+    stack = [(base, "")]
     while stack:
-        d = stack.pop()
+        d, prefix = stack.pop()
         try:
-            items = sorted(os.scandir(d), key=lambda e: e.name)
+            items = list(os.scandir(d))
         except OSError:
             continue
         for e in items:
-            rel = Path(e.path).relative_to(trial).as_posix()
             if e.name.endswith(".tmp"):
                 continue
+            rel = prefix + e.name
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
             if is_dir:
                 if (
-                    d == trial
+                    not prefix
                     and e.name not in TRIAL_ARTIFACT_DIRS
                     and any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
                 ):
                     continue  # a nested trial: inventoried on its own
-                stack.append(Path(e.path))
+                stack.append((e.path, rel + "/"))
                 continue
             if rel in known:
                 st = known[rel]
                 entries.append(FileEntry(rel, st.size, st.sha256, st.lines))
                 continue
-            st, issue = hash_file(Path(e.path), root)
+            if not hash_files:
+                try:
+                    plain = e.is_file(follow_symlinks=False)
+                    size = e.stat(follow_symlinks=False).st_size if plain else None
+                except OSError:
+                    plain, size = False, None
+                if plain:  # links and special files go through the safety check below
+                    entries.append(FileEntry(rel, size, None, None))
+                    continue
+            fstats, issue = (
+                hash_file(Path(e.path), root) if hash_files else check_link(Path(e.path), root)
+            )
             if issue is not None:
                 issues.setdefault(rel, []).append(issue)
                 entries.append(FileEntry(rel, None, None, None, issue.message))
             else:
-                assert st is not None
-                entries.append(FileEntry(rel, st.size, st.sha256, st.lines))
+                assert fstats is not None
+                entries.append(FileEntry(rel, fstats.size, fstats.sha256, fstats.lines))
     entries.sort(key=lambda f: f.path)
     return entries
 
 
-def scan_trial(ref: TrialRef, limits: ReadLimits = DEFAULT_LIMITS) -> TrialData:
-    """Read every file of a trial once and fold it into :class:`TrialData`."""
+def check_link(path: Path, root: Path) -> tuple[FileStats | None, ReadIssue | None]:
+    """Size a linked file after checking it stays inside the root (no hashing)."""
+    real, issue = check_file(path, root)
+    if issue is not None:
+        return None, issue
+    assert real is not None
+    return FileStats(size=real.stat().st_size), None
+
+
+def scan_trial(
+    ref: TrialRef, limits: ReadLimits = DEFAULT_LIMITS, *, hash_files: bool = True
+) -> TrialData:
+    """Read every file of a trial once and fold it into :class:`TrialData`.
+
+    ``hash_files=False`` skips hashing the files no check parses (a review does not need
+    their digests; the ``raw_trials`` inventory does)."""
     trial, root = Path(ref.path), Path(ref.root)
     if ref.link_escape:
         empty = Document()
@@ -390,7 +424,7 @@ def scan_trial(ref: TrialRef, limits: ReadLimits = DEFAULT_LIMITS) -> TrialData:
     ):
         if present:
             known[rel] = stats
-    files = _inventory(trial, root, known, file_issues)
+    files = _inventory(trial, root, known, file_issues, hash_files=hash_files)
     ident = identify(
         layout=ref.layout,
         rel_path=ref.rel_path,

@@ -1,0 +1,241 @@
+"""The published schema, as data: one column list per config.
+
+``PUBLISH_SCHEMA`` validates rows and Parquet files against these lists and the dataset
+card renders them, so the documented schema and the checked one cannot drift apart.
+
+Conventions (``reference/trainer-formats.md`` §1, §5.4):
+
+* message lists are OpenAI chat messages ``{role, content, tool_calls, tool_call_id, name}``;
+  ``content`` is always a string (text parts of a multi-part content are joined with a
+  newline; any other part list is kept as its JSON text); tool-call ``arguments`` are JSON
+  strings in ``rollouts`` and ``prime_sft`` and JSON objects (as JSON text, see ``trl_sft``)
+  nowhere else;
+* heterogeneous nested JSON (tool schemas, trajectory steps, metrics) is stored as a JSON
+  string, so Arrow never unifies it into sparse structs;
+* nulls are allowed only where a column says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+FUNCTION = pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())])
+TOOL_CALL = pa.struct(
+    [pa.field("id", pa.string()), pa.field("type", pa.string()), pa.field("function", FUNCTION)]
+)
+MESSAGE = pa.struct(
+    [
+        pa.field("role", pa.string()),
+        pa.field("content", pa.string()),
+        pa.field("tool_calls", pa.list_(TOOL_CALL)),
+        pa.field("tool_call_id", pa.string()),
+        pa.field("name", pa.string()),
+    ]
+)
+MESSAGES = pa.list_(MESSAGE)
+TOKEN_USAGE = pa.struct(
+    [
+        pa.field(n, pa.int64())
+        for n in (
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "final_input_tokens",
+            "final_output_tokens",
+        )
+    ]
+)
+TIMING_FIELDS = ("environment_setup", "agent_setup", "agent_execution", "verifier", "total")
+TIMING = pa.struct([pa.field(n, pa.float64()) for n in TIMING_FIELDS])
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: pa.DataType
+    kind: str  # what PUBLISH_SCHEMA checks per value (see bf_assets.curate.scan)
+    description: str
+    nullable: bool = False
+
+    @property
+    def type_text(self) -> str:
+        return _TYPE_TEXT.get(self.kind, str(self.type))
+
+
+_TYPE_TEXT = {
+    "messages": "list<message>",
+    "json_list": "string (JSON list)",
+    "json_object": "string (JSON object)",
+    "sha256": "string (`sha256:<64 hex>`)",
+    "token_usage": "struct<int64 …>",
+    "timing": "struct<float64 …>",
+    "string_list": "list<string>",
+}
+
+_SLOT = [
+    Column("task_id", pa.string(), "string", "Task id (the SkillsBench task directory name)."),
+    Column("harness", pa.string(), "string", "Agent harness, normalised (`codex-acp`, …)."),
+    Column("model", pa.string(), "string", "Upstream model id (never the proxy alias)."),
+    Column("skill_mode", pa.string(), "string", "`with-skill` or `no-skill`."),
+    Column("sandbox", pa.string(), "string", "Sandbox backend (`daytona`, `docker`, …)."),
+    Column(
+        "trial_index",
+        pa.int64(),
+        "int",
+        "Repeat index of the slot in a model matrix; null when the run has one trial.",
+        True,
+    ),
+]
+_ID = Column(
+    "rollout_id",
+    pa.string(),
+    "sha256",
+    "sha256 over the sorted `path<TAB>sha256` lines of the trial's source artifacts: "
+    "the row's stable identity and the file order of the shards.",
+)
+_REWARD = Column("reward", pa.float64(), "float", "Verifier reward of the trial (0.0–1.0).")
+_TOOLS = Column(
+    "tools",
+    pa.string(),
+    "json_list",
+    "Tool definitions offered to the model (OpenAI `{type: function, function: {...}}` "
+    "or flat verifiers form) as a JSON string.",
+)
+
+ROLLOUTS: tuple[Column, ...] = (
+    _ID,
+    *_SLOT,
+    Column("job", pa.string(), "string", "Job directory (the Dagster partition key)."),
+    Column("rollout", pa.string(), "string", "Trial directory name inside the job."),
+    Column(
+        "source_ref", pa.string(), "string", "Task source ref the trial ran against.", True
+    ),
+    Column("task_digest", pa.string(), "string", "Digest of the task definition.", True),
+    Column("started_at", pa.string(), "string", "Trial start as recorded by the harness.", True),
+    Column("finished_at", pa.string(), "string", "Trial end as recorded by the harness.", True),
+    Column("outcome", pa.string(), "outcome", "`pass` or `fail` (checks.md §1)."),
+    _REWARD,
+    Column(
+        "metrics",
+        pa.string(),
+        "json_object",
+        "The row's `metrics` object (tool calls, prompts, …) as a JSON string.",
+    ),
+    Column(
+        "token_usage",
+        TOKEN_USAGE,
+        "token_usage",
+        "Token totals of the rollout: input, output, total, final input, final output.",
+    ),
+    Column("timing", TIMING, "timing", "Phase durations in seconds (null when not recorded)."),
+    Column("training_ready", pa.bool_(), "true", "Always true: only ready rows are exported."),
+    Column("stop_condition", pa.string(), "string", "Why the agent stopped (`agent_completed`)."),
+    Column("prompt", MESSAGES, "messages", "Prompt window: the last user turn of the last step."),
+    Column(
+        "completion",
+        MESSAGES,
+        "messages",
+        "What follows the prompt window: assistant turns and tool results.",
+    ),
+    Column(
+        "messages",
+        MESSAGES,
+        "messages",
+        "The whole conversation of the last step (its prompt followed by its completion).",
+    ),
+    _TOOLS,
+    Column(
+        "trajectory",
+        pa.string(),
+        "json_list",
+        "Every step `{prompt, completion, reward, advantage, is_truncated, trajectory_id, "
+        "extras, response_meta}` as a JSON string; raw provider bodies are dropped, only "
+        "`response_meta {id, model, finish_reason, usage}` is kept.",
+    ),
+    Column("n_steps", pa.int64(), "int", "Number of trajectory steps (LLM exchanges)."),
+    Column("n_tool_calls", pa.int64(), "int", "Tool calls made by the agent."),
+    Column("review_verdict", pa.string(), "verdict", "Per-trial verdict (`publishable`)."),
+    Column("attribution", pa.string(), "string", "Attribution of a non-pass (`n/a` for passes)."),
+    Column("n_findings", pa.int64(), "int", "Warning/info findings recorded for the trial."),
+    Column(
+        "finding_checks",
+        pa.list_(pa.string()),
+        "string_list",
+        "Check ids of those findings, sorted.",
+    ),
+    Column("results_sha256", pa.string(), "string", "sha256 of the source `results.jsonl`."),
+    Column(
+        "llm_trajectory_sha256",
+        pa.string(),
+        "string",
+        "sha256 of the source `trajectory/llm_trajectory.jsonl`.",
+        True,
+    ),
+    Column(
+        "acp_trajectory_sha256",
+        pa.string(),
+        "string",
+        "sha256 of the source `trajectory/acp_trajectory.jsonl`.",
+        True,
+    ),
+    Column("n_redactions", pa.int64(), "int", "Secrets replaced in this row."),
+    Column("n_host_paths", pa.int64(), "int", "Absolute host paths replaced in this row."),
+)
+
+PRIME_SFT: tuple[Column, ...] = (
+    _ID,
+    *_SLOT[:4],
+    _REWARD,
+    Column(
+        "messages",
+        MESSAGES,
+        "messages",
+        "The whole conversation (Prime-RL SFT `messages`; tool-call arguments as JSON strings).",
+    ),
+    _TOOLS,
+)
+
+TRL_SFT: tuple[Column, ...] = (
+    _ID,
+    *_SLOT[:4],
+    _REWARD,
+    Column("exchange_index", pa.int64(), "int", "Position of the step in the trajectory."),
+    Column("prompt", MESSAGES, "messages", "The step's prompt messages."),
+    Column(
+        "completion",
+        MESSAGES,
+        "messages",
+        "Exactly one assistant message (TRL exchange mode).",
+    ),
+    _TOOLS,
+)
+
+CONFIGS: dict[str, tuple[Column, ...]] = {
+    "rollouts": ROLLOUTS,
+    "prime_sft": PRIME_SFT,
+    "trl_sft": TRL_SFT,
+}
+DEFAULT_CONFIG = "rollouts"
+CONFIG_DESCRIPTIONS = {
+    "rollouts": "One row per exported trial: provenance, reward, usage, timing, the "
+    "conversation and every trajectory step (the canonical superset).",
+    "prime_sft": "Prime-RL / verifiers SFT projection: `messages` + `tools`, one row per trial.",
+    "trl_sft": "TRL SFT projection in exchange mode: one row per LLM exchange, "
+    "`prompt` + one-message `completion` + `tools`. Tool-call `arguments` stay JSON strings "
+    "(decode them with `json.loads` if your chat template needs objects).",
+}
+
+
+def arrow_schema(config: str) -> pa.Schema:
+    return pa.schema(
+        [pa.field(c.name, c.type, nullable=c.nullable) for c in CONFIGS[config]],
+        metadata={b"bf_assets.schema_version": str(SCHEMA_VERSION).encode()},
+    )
+
+
+def column_names(config: str) -> list[str]:
+    return [c.name for c in CONFIGS[config]]

@@ -1,0 +1,108 @@
+"""Shared pieces of the dataset-level review: trial keys, cells, lanes and time ordering."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from bf_assets.contract import Outcome
+from bf_assets.ingest.identity import normalize_harness, normalize_skill_mode
+from bf_assets.review import TrialReview
+
+# A trial's identity across the whole review: ``(job_key, rollout)``.
+TrialKey = tuple[str, str]
+
+ORACLE_HARNESSES = frozenset({"oracle"})
+NOOP_HARNESSES = frozenset({"nop", "null", "noop"})
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+def trial_key(review: TrialReview) -> TrialKey:
+    return (review.ref.job_key, review.ref.rollout)
+
+
+def show_key(key: TrialKey) -> str:
+    return f"{key[0]}/{key[1]}" if not key[0].endswith(key[1]) else key[0]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cell:
+    """``(task, harness, model, skill_mode, sandbox)``: one cell of the experiment matrix."""
+
+    task: str | None
+    harness: str | None
+    model: str | None
+    skill_mode: str | None
+    sandbox: str | None
+
+    def label(self) -> str:
+        return " / ".join(show(x) for x in self.astuple())
+
+    def astuple(self) -> tuple[str | None, ...]:
+        return (self.task, self.harness, self.model, self.skill_mode, self.sandbox)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    s = str(value).strip()
+    return s or None
+
+
+def make_cell(task: Any, harness: Any, model: Any, skill_mode: Any, sandbox: Any) -> Cell:
+    """A cell with the same normalisation for plan entries and trials."""
+    sb = _text(sandbox)
+    return Cell(
+        task=_text(task),
+        harness=normalize_harness(harness),
+        model=_text(model),
+        skill_mode=normalize_skill_mode(skill_mode),
+        sandbox=sb.lower() if sb else None,
+    )
+
+
+def cell_of(review: TrialReview) -> Cell:
+    i = review.identity
+    return make_cell(i.task_id, i.harness, i.model, i.skill_mode, i.sandbox)
+
+
+def show(value: Any) -> str:
+    return "?" if value is None or value == "" else str(value)
+
+
+def is_oracle(review: TrialReview) -> bool:
+    return (
+        review.outcome == Outcome.ORACLE
+        or normalize_harness(review.identity.harness) in ORACLE_HARNESSES
+    )
+
+
+def is_noop(review: TrialReview) -> bool:
+    return normalize_harness(review.identity.harness) in NOOP_HARNESSES
+
+
+def is_model_trial(review: TrialReview) -> bool:
+    """Model data, as opposed to the oracle and no-op probe lanes."""
+    return not is_oracle(review) and not is_noop(review)
+
+
+def parse_time(value: Any) -> datetime | None:
+    """``datetime.fromisoformat`` on ``started_at``; naive times are taken as UTC."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def recency_key(review: TrialReview) -> tuple[datetime, str, str]:
+    """Sort key, oldest first: start time (unknown = oldest), then rollout, then job."""
+    t = parse_time(review.identity.started_at) or _EPOCH
+    return (t, review.ref.rollout, review.ref.job_key)
+
+
+def newest_first(reviews: list[TrialReview]) -> list[TrialReview]:
+    return sorted(reviews, key=recency_key, reverse=True)

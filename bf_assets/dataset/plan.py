@@ -1,0 +1,217 @@
+"""The experiment plan (``plan.yaml`` or JSON): what the experiment intended to run.
+
+Format (``/work/shared/plan-format.md``)::
+
+    name: skillsbench-2026-11          # required
+    source: {repo: ..., resolved_sha: ...}   # optional
+    min_coverage: 0.9                  # optional, 0..1
+    matrix:                            # required, a non-empty list of entries
+      - tasks: [...]                   # required lists of non-empty strings
+        harnesses: [...]
+        models: [...]
+        skill_modes: [...]
+        sandboxes: [...]
+        trials: 2                      # optional, integer >= 1 (default 1)
+        required: true                 # optional, boolean (default false)
+
+Harness names and skill modes are normalised exactly as the review normalises trials.  A
+cell listed by several matrix entries keeps the largest ``trials`` and is required when any
+entry requires it.  Every problem raises :class:`PlanError` naming the offending key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bf_assets.dataset.common import Cell, make_cell
+
+TOP_KEYS = ("name", "source", "min_coverage", "matrix")
+SOURCE_KEYS = ("repo", "resolved_sha")
+DIMENSIONS = ("tasks", "harnesses", "models", "skill_modes", "sandboxes")
+ENTRY_KEYS = (*DIMENSIONS, "trials", "required")
+
+
+class PlanError(ValueError):
+    """The plan file is unreadable or does not follow the plan format."""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSource:
+    repo: str | None = None
+    resolved_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MatrixEntry:
+    tasks: tuple[str, ...]
+    harnesses: tuple[str, ...]
+    models: tuple[str, ...]
+    skill_modes: tuple[str, ...]
+    sandboxes: tuple[str, ...]
+    trials: int = 1
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCell:
+    cell: Cell
+    trials: int
+    required: bool
+
+
+@dataclass(slots=True)
+class Plan:
+    name: str
+    matrix: tuple[MatrixEntry, ...]
+    source: PlanSource | None = None
+    min_coverage: float | None = None
+    origin: str | None = None
+    _cells: list[PlannedCell] | None = field(default=None, repr=False)
+
+    def cells(self) -> list[PlannedCell]:
+        """Every planned cell (the cartesian products, normalised, merged, sorted)."""
+        if self._cells is None:
+            merged: dict[Cell, PlannedCell] = {}
+            for e in self.matrix:
+                for t in e.tasks:
+                    for h in e.harnesses:
+                        for m in e.models:
+                            for s in e.skill_modes:
+                                for sb in e.sandboxes:
+                                    c = make_cell(t, h, m, s, sb)
+                                    old = merged.get(c)
+                                    if old is None:
+                                        merged[c] = PlannedCell(c, e.trials, e.required)
+                                    else:
+                                        merged[c] = PlannedCell(
+                                            c,
+                                            max(old.trials, e.trials),
+                                            old.required or e.required,
+                                        )
+            self._cells = [merged[c] for c in sorted(merged, key=_cell_sort)]
+        return list(self._cells)
+
+    def expected_slots(self) -> int:
+        return sum(pc.trials for pc in self.cells())
+
+
+def _cell_sort(c: Cell) -> tuple[str, ...]:
+    return tuple(x or "" for x in c.astuple())
+
+
+def _fail(where: str, msg: str) -> PlanError:
+    return PlanError(f"{where}: {msg}")
+
+
+def _check_keys(obj: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    unknown = sorted(str(k) for k in obj if k not in allowed)
+    if unknown:
+        raise _fail(where, f"unknown key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}")
+
+
+def _string(value: Any, where: str, *, hint: str = "") -> str:
+    if not isinstance(value, str) or not value.strip():
+        got = type(value).__name__
+        raise _fail(where, f"must be a non-empty string, got {got} {value!r}{hint}")
+    return value.strip()
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise _fail(where, f"must be a list of strings, got {type(value).__name__} {value!r}")
+    if not value:
+        raise _fail(where, "must not be empty")
+    out: list[str] = []
+    for i, item in enumerate(value):
+        s = _string(item, f"{where}[{i}]")
+        if s not in out:
+            out.append(s)
+    return tuple(out)
+
+
+def _entry(raw: Any, where: str) -> MatrixEntry:
+    if not isinstance(raw, Mapping):
+        raise _fail(where, f"must be a mapping, got {type(raw).__name__}")
+    _check_keys(raw, ENTRY_KEYS, where)
+    missing = [d for d in DIMENSIONS if d not in raw]
+    if missing:
+        raise _fail(where, f"missing key(s) {', '.join(missing)}")
+    dims = {d: _string_list(raw[d], f"{where}.{d}") for d in DIMENSIONS}
+    trials = raw.get("trials", 1)
+    if isinstance(trials, bool) or not isinstance(trials, int):
+        raise _fail(f"{where}.trials", f"must be an integer >= 1, got {trials!r}")
+    if trials < 1:
+        raise _fail(f"{where}.trials", f"must be >= 1, got {trials}")
+    required = raw.get("required", False)
+    if not isinstance(required, bool):
+        raise _fail(f"{where}.required", f"must be true or false, got {required!r}")
+    return MatrixEntry(**dims, trials=trials, required=required)
+
+
+def _source(raw: Any, where: str) -> PlanSource | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _fail(where, f"must be a mapping with {', '.join(SOURCE_KEYS)}")
+    _check_keys(raw, SOURCE_KEYS, where)
+    hint = " (quote a commit sha in YAML so it stays a string)"
+    repo = None if raw.get("repo") is None else _string(raw["repo"], f"{where}.repo")
+    sha = (
+        None
+        if raw.get("resolved_sha") is None
+        else _string(raw["resolved_sha"], f"{where}.resolved_sha", hint=hint)
+    )
+    return PlanSource(repo=repo, resolved_sha=sha)
+
+
+def parse_plan(data: Any, origin: str = "plan") -> Plan:
+    """Validate an already-parsed plan document."""
+    if not isinstance(data, Mapping):
+        raise _fail(origin, f"the plan must be a mapping, got {type(data).__name__}")
+    _check_keys(data, TOP_KEYS, origin)
+    if "name" not in data:
+        raise _fail(origin, "missing key name")
+    name = _string(data["name"], f"{origin}: name")
+    source = _source(data.get("source"), f"{origin}: source")
+    floor = data.get("min_coverage")
+    if floor is not None:
+        if isinstance(floor, bool) or not isinstance(floor, int | float):
+            raise _fail(f"{origin}: min_coverage", f"must be a number in 0..1, got {floor!r}")
+        if not 0 <= floor <= 1:
+            raise _fail(f"{origin}: min_coverage", f"must be in 0..1, got {floor}")
+        floor = float(floor)
+    if "matrix" not in data:
+        raise _fail(origin, "missing key matrix")
+    matrix = data["matrix"]
+    if not isinstance(matrix, list):
+        raise _fail(f"{origin}: matrix", f"must be a list of entries, got {type(matrix).__name__}")
+    if not matrix:
+        raise _fail(f"{origin}: matrix", "must not be empty")
+    entries = tuple(_entry(e, f"{origin}: matrix[{i}]") for i, e in enumerate(matrix))
+    return Plan(name=name, matrix=entries, source=source, min_coverage=floor, origin=origin)
+
+
+def load_document(path: str | os.PathLike[str], error: type[ValueError]) -> Any:
+    """Read YAML (or JSON, by ``.json`` suffix); parse errors become ``error``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        raise error(f"{p}: cannot read: {exc}") from exc
+    try:
+        if p.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise error(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from exc
+
+
+def load_plan(path: str | os.PathLike[str]) -> Plan:
+    return parse_plan(load_document(path, PlanError), str(path))

@@ -1,0 +1,89 @@
+"""The executor of the code location, chosen by ``$BF_EXECUTOR`` when the module is imported.
+
+========================  ===================================================================
+``BF_EXECUTOR``           executor
+========================  ===================================================================
+``multiprocess`` (unset)  ``dg.multiprocess_executor``: one subprocess per step (Dagster's
+                          default; tune per run with ``execution: config: max_concurrent: N``)
+``in_process``            ``dg.in_process_executor``: every step in the run worker process
+``celery``                ``dagster_celery.celery_executor``: each step is a Celery task picked
+                          up by a ``dagster-celery`` worker (see ``deploy/README.md``)
+========================  ===================================================================
+
+For ``celery`` the broker is ``$BF_CELERY_BROKER`` (default ``redis://127.0.0.1:6379/0``) and
+the result backend ``$BF_CELERY_BACKEND`` (default: the broker URL).  Both are defaults of the
+executor's config, so a run can still override them, or pass ``config_source`` (e.g.
+``{"task_default_queue": "gpu"}``) and ``include`` in ``execution: config:``.
+
+Steps of one run land on different machines only if every process sees the same instance
+(PostgreSQL, not SQLite) and the same warehouse (``$BF_WAREHOUSE=s3://…``): see
+``deploy/README.md``.  ``dagster-celery`` is an optional dependency (the ``test`` extra
+installs it); it is imported only when ``celery`` is selected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+
+EXECUTOR_ENV = "BF_EXECUTOR"
+CELERY_BROKER_ENV = "BF_CELERY_BROKER"
+CELERY_BACKEND_ENV = "BF_CELERY_BACKEND"
+DEFAULT_CELERY_BROKER = "redis://127.0.0.1:6379/0"
+EXECUTORS = ("multiprocess", "in_process", "celery")
+
+
+def celery_urls() -> tuple[str, str]:
+    """``(broker, backend)`` from ``$BF_CELERY_BROKER`` / ``$BF_CELERY_BACKEND``."""
+    broker = os.environ.get(CELERY_BROKER_ENV, "").strip() or DEFAULT_CELERY_BROKER
+    backend = os.environ.get(CELERY_BACKEND_ENV, "").strip() or broker
+    return broker, backend
+
+
+def celery_executor_def() -> dg.ExecutorDefinition:
+    """``dagster_celery.celery_executor`` with the broker and backend of the environment as
+    defaults; ``include`` and ``config_source`` stay settable per run."""
+    try:
+        from dagster_celery import celery_executor
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"{EXECUTOR_ENV}=celery needs dagster-celery: pip install 'dagster-celery[redis]' "
+            "(the version that goes with dagster, e.g. 0.29.27 for dagster 1.13.27)"
+        ) from exc
+
+    broker, backend = celery_urls()
+    schema = {
+        "broker": dg.Field(str, default_value=broker, description="Celery broker URL."),
+        "backend": dg.Field(str, default_value=backend, description="Celery result backend URL."),
+        "include": dg.Field(
+            [str], is_required=False, description="Modules every worker should import."
+        ),
+        "config_source": dg.Field(
+            dg.Permissive(),
+            is_required=False,
+            description="Extra Celery settings, e.g. {task_default_queue: <queue>}.",
+        ),
+    }
+
+    def to_celery_config(config: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in config.items() if v is not None}
+
+    return celery_executor.configured(to_celery_config, config_schema=schema)
+
+
+def select_executor(name: str | None = None) -> dg.ExecutorDefinition:
+    """The executor named by ``name``, else ``$BF_EXECUTOR``, else ``multiprocess``."""
+    choice = (name if name is not None else os.environ.get(EXECUTOR_ENV, "")).strip().lower()
+    choice = choice.replace("-", "_") or "multiprocess"
+    if choice == "multiprocess":
+        return dg.multiprocess_executor
+    if choice == "in_process":
+        return dg.in_process_executor
+    if choice == "celery":
+        return celery_executor_def()
+    raise ValueError(
+        f"{EXECUTOR_ENV}={choice!r} is not one of {', '.join(EXECUTORS)} (default multiprocess)"
+    )
