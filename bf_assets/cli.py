@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--plan", metavar="FILE", help="experiment plan (plan.yaml)")
     r.add_argument("--quarantine", metavar="FILE", help="quarantine registry (quarantine.yaml)")
+    r.add_argument(
+        "--workers", type=int, metavar="N", help="worker processes (default: every core)"
+    )
     rel = sub.add_parser(
         "release", help="run the release build through Dagster (project-local instance)"
     )
@@ -123,7 +126,14 @@ def _review(args: argparse.Namespace) -> int:
         v = getattr(args, flag)
         if v and not Path(v).is_file():
             raise _UsageError(f"--{flag} {v!r} is not a file")
-    opts = ReviewOptions(tasks_dir=args.tasks, plan_path=args.plan, quarantine_path=args.quarantine)
+    if args.workers is not None and args.workers < 1:
+        raise _UsageError("--workers must be at least 1")
+    opts = ReviewOptions(
+        tasks_dir=args.tasks,
+        plan_path=args.plan,
+        quarantine_path=args.quarantine,
+        workers=args.workers,
+    )
     report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
@@ -138,22 +148,40 @@ EXIT_BLOCKED = 3
 
 
 def _release(args: argparse.Namespace) -> int:
+    """Exit 0 published, 3 blocked by the publish gate, 2 on any error."""
     for p in args.runs:
         if not Path(p).is_dir():
             raise _UsageError(f"run root {p!r} is not a directory")
-    from bf_assets.release import run_release
+    if args.tasks and not Path(args.tasks).is_dir():
+        raise _UsageError(f"--tasks {args.tasks!r} is not a directory")
+    for flag in ("plan", "quarantine"):
+        v = getattr(args, flag)
+        if v and not Path(v).is_file():
+            raise _UsageError(f"--{flag} {v!r} is not a file")
+    from bf_assets.release import BLOCKED, PUBLISHED, run_release
 
-    result = run_release(args.runs, args.out)
+    result = run_release(
+        args.runs,
+        args.out,
+        args.hub_repo,
+        tasks=args.tasks,
+        plan=args.plan,
+        quarantine=args.quarantine,
+    )
     print(f"release verdict: {result.verdict}")
     print(f"dataset folder:  {result.out_dir}")
+    if result.hub_url:
+        print(f"hub dataset:     {result.hub_url} (commit {result.hub_commit}, tag {result.tag})")
     print(f"review report:   {result.report_md}")
     print(f"report (JSON):   {result.report_json}")
-    if not result.ok:
-        sys.stderr.write(
-            f"bf-assets: the build failed for job(s): {', '.join(result.failed_partitions)}\n"
-        )
-        return EXIT_ERROR
-    return EXIT_OK
+    if result.status == PUBLISHED:
+        return EXIT_OK
+    if result.status == BLOCKED:
+        checks = ", ".join(result.failed_checks) or "the publish step's own verification"
+        sys.stderr.write(f"bf-assets: release blocked by the publish gate: {checks}\n")
+        return EXIT_BLOCKED
+    sys.stderr.write(f"bf-assets: the release failed: {result.message or 'see the run log'}\n")
+    return EXIT_ERROR
 
 
 def main(argv: Sequence[str] | None = None) -> int:

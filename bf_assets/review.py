@@ -7,9 +7,12 @@ that trial, and every trial discovered appears in the output.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +21,7 @@ from bf_assets.findings import Finding, finding, sort_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.identity import Identity
-from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
+from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
 from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
 
 SLOT_FIELDS = ("task_id", "harness", "model", "skill_mode", "sandbox", "trial_index")
@@ -31,6 +34,7 @@ class ReviewOptions:
     plan_path: str | None = None
     quarantine_path: str | None = None
     hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
+    workers: int | None = None  # worker processes for large batches (None: every core)
 
 
 @dataclass(slots=True)
@@ -135,17 +139,43 @@ class ReviewReport:
         return {"trials": [t.to_json() for t in self.trials], "summary": self.summary}
 
 
+PARALLEL_MIN_TRIALS = 64
+CHUNK = 32
+
+
+def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
+    return [review_trial(ref, options) for ref in refs]
+
+
 def review_refs(
     refs: Sequence[TrialRef],
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
 ) -> list[TrialReview]:
-    out = []
-    for i, ref in enumerate(refs, start=1):
-        out.append(review_trial(ref, options))
-        if progress is not None:
-            progress(i, len(refs), ref)
-    return out
+    """Review trials in order; large batches are spread over worker processes (all cores)."""
+    opts = options or ReviewOptions()
+    clear_path_cache()
+    workers = min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
+    if workers <= 1 or len(refs) < PARALLEL_MIN_TRIALS:
+        out = []
+        for i, ref in enumerate(refs, start=1):
+            out.append(review_trial(ref, opts))
+            if progress is not None:
+                progress(i, len(refs), ref)
+        return out
+    chunks = [list(refs[i : i + CHUNK]) for i in range(0, len(refs), CHUNK)]
+    results: list[list[TrialReview]] = [[] for _ in chunks]
+    done = 0
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = {pool.submit(_review_chunk, chunk, opts): n for n, chunk in enumerate(chunks)}
+        for fut in as_completed(futures):
+            n = futures[fut]
+            results[n] = fut.result()
+            done += len(chunks[n])
+            if progress is not None:
+                progress(done, len(refs), chunks[n][-1])
+    return [r for chunk in results for r in chunk]
 
 
 def review_roots(

@@ -22,6 +22,7 @@ from bf_assets.ingest.layout import (
     detect_layout,
     is_harbor_job_config,
     is_harbor_job_result,
+    layout_of_result,
 )
 from bf_assets.ingest.readers import ReadLimits, read_document
 
@@ -87,8 +88,20 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
             # A Harbor trial whose run died before it wrote result.json or config.json.
             return Layout.HARBOR.value, None
         return None, None
-    docs = {m: read_document(dirpath / m, root, _PEEK_LIMITS) for m in markers}
+    # Read lazily: a trial result.json alone settles the layout of almost every trial.
+    docs = {}
+    if "result.json" in names:
+        docs["result.json"] = read_document(dirpath / "result.json", root, _PEEK_LIMITS)
     result = docs["result.json"].value if "result.json" in docs else None
+    if (
+        layout_of_result(result) is not None
+        and not is_harbor_job_result(result)
+        and "run_config.json" not in names
+    ):
+        return detect_layout(result, None, None).value, None
+    for m in ("config.json", "run_config.json"):
+        if m in names:
+            docs[m] = read_document(dirpath / m, root, _PEEK_LIMITS)
     config = docs["config.json"].value if "config.json" in docs else None
     run_config = docs["run_config.json"].value if "run_config.json" in docs else None
     harbor_job = is_harbor_job_result(result) or is_harbor_job_config(config)
@@ -115,13 +128,12 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
             raise NotADirectoryError(f"run root {root_in} is not a directory")
         real_root = Path(os.path.realpath(root))
         found: list[TrialRef] = []
-        stack: list[Path] = [root]
+        stack: list[tuple[Path, str]] = [(root, str(real_root))]
         # Linked directories inside the root are walked after every real one, so a trial is
         # reported under its real path whatever the link is called ("0-latest" -> job).
-        linked: list[Path] = []
+        linked: list[tuple[Path, str]] = []
         while stack or linked:
-            d = stack.pop() if stack else linked.pop(0)
-            real = os.path.realpath(d)
+            d, real = stack.pop() if stack else linked.pop(0)
             if real in seen_real:
                 continue
             seen_real.add(real)
@@ -142,7 +154,7 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
                     continue
                 if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
                     continue
-                child = Path(e.path)
+                child = d / e.name
                 try:
                     if e.is_symlink():
                         target = Path(os.path.realpath(child))
@@ -151,13 +163,13 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
                         if not _within(target, real_root):
                             _note_escaping_link(out, found, root, child)
                             continue
-                        linked.append(child)
+                        linked.append((child, str(target)))
                         continue
                     if not e.is_dir(follow_symlinks=False):
                         continue
                 except OSError:
                     continue
-                stack.append(child)
+                stack.append((child, os.path.join(real, e.name)))
         found.sort(key=lambda t: t.rel_path)
         out.trials.extend(found)
     return out

@@ -369,6 +369,13 @@ def check_link(path: Path, root: Path) -> tuple[FileStats | None, ReadIssue | No
     return FileStats(size=real.stat().st_size), None
 
 
+def _names(d: Path) -> set[str]:
+    try:
+        return set(os.listdir(d))
+    except OSError:
+        return set()
+
+
 def scan_trial(
     ref: TrialRef, limits: ReadLimits = DEFAULT_LIMITS, *, hash_files: bool = True
 ) -> TrialData:
@@ -398,13 +405,30 @@ def scan_trial(
             [],
             {".": [issue]},
         )
-    result = read_document(trial / "result.json", root, limits)
-    config = read_document(trial / "config.json", root, limits)
-    run_config = read_document(trial / "run_config.json", root, limits)
-    prompts = read_document(trial / "prompts.json", root, limits)
-    acp, acp_stats = _scan_acp(trial / ACP_FILE, root, limits)
-    llm, llm_stats = _scan_llm(trial / LLM_FILE, root, limits)
-    rows = _scan_rows(trial / ROWS_FILE, root, limits)
+    # One listing per directory decides what to open: absent files cost no system call.
+    names = _names(trial)
+    traj = _names(trial / "trajectory") if "trajectory" in names else set()
+
+    def doc(name: str) -> Document:
+        return read_document(trial / name, root, limits) if name in names else Document()
+
+    result, config, run_config, prompts = (
+        doc("result.json"),
+        doc("config.json"),
+        doc("run_config.json"),
+        doc("prompts.json"),
+    )
+    acp, acp_stats = (
+        _scan_acp(trial / ACP_FILE, root, limits)
+        if "acp_trajectory.jsonl" in traj
+        else (AcpFacts(), FileStats())
+    )
+    llm, llm_stats = (
+        _scan_llm(trial / LLM_FILE, root, limits)
+        if "llm_trajectory.jsonl" in traj
+        else (LlmFacts(), FileStats())
+    )
+    rows = _scan_rows(trial / ROWS_FILE, root, limits) if ROWS_FILE in names else RowsFacts()
     file_issues: dict[str, list[ReadIssue]] = {}
     known: dict[str, FileStats] = {}
     for rel, doc in (
