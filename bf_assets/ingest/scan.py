@@ -17,7 +17,7 @@ from typing import Any
 from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
 from bf_assets.ingest.exchanges import ExchangeLog, request_observations, response_actions
 from bf_assets.ingest.identity import Identity, identify
-from bf_assets.ingest.messages import StepFacts, step_facts
+from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,
     Document,
@@ -290,9 +290,10 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
 
 def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
     facts = RowsFacts()
+    validator = StepValidator()
 
     def on_step(pos: int, step: Any) -> None:
-        facts.steps.append(step_facts(pos, step))
+        facts.steps.append(validator.facts(pos, step))
 
     facts.read = read_rows(path, root, on_step, limits)
     return facts
