@@ -14,11 +14,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, ReleaseVerdict, Severity, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
 from bf_assets.gate.run import run_gate
+from bf_assets.gate.verdict import verdict_of
 from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
@@ -35,6 +38,7 @@ class ReviewOptions:
     quarantine_path: str | None = None
     hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
     workers: int | None = None  # worker processes for large batches (None: every core)
+    audits: bool = True  # False: the hard gate alone (the gate's own tests use this)
 
 
 @dataclass(slots=True)
@@ -76,28 +80,66 @@ class TrialReview:
         return out
 
 
-def review_data(data: TrialData) -> TrialReview:
+def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
+    """The hard gate, then every per-trial audit, merged into one verdict."""
+    opts = options or ReviewOptions()
     gate = run_gate(data)
     c = gate.classification
+    if not opts.audits or data.ref.link_escape:
+        return TrialReview(
+            ref=data.ref,
+            identity=data.identity,
+            layout=data.layout,
+            outcome=c.outcome,
+            healthy=c.healthy,
+            training_ready=c.training_ready,
+            verdict=gate.verdict,
+            attribution=c.attribution,
+            findings=gate.findings,
+            files=data.files,
+        )
+    ctx = AuditContext(tasks_dir=Path(opts.tasks_dir) if opts.tasks_dir else None)
+    audit = audit_trial(
+        data,
+        ctx,
+        outcome=c.outcome,
+        attribution=c.attribution,
+        existing_checks=frozenset(f.check for f in gate.findings),
+    )
+    findings, attribution = merge_findings(gate.findings, audit.findings, c.outcome, c.attribution)
+    healthy = c.healthy and attribution in ("n/a", "model_capability")
     return TrialReview(
         ref=data.ref,
         identity=data.identity,
         layout=data.layout,
         outcome=c.outcome,
-        healthy=c.healthy,
-        training_ready=c.training_ready,
-        verdict=gate.verdict,
-        attribution=c.attribution,
-        findings=gate.findings,
+        healthy=healthy,
+        training_ready=c.training_ready and healthy,
+        verdict=verdict_of(findings),
+        attribution=attribution,
+        findings=findings,
         files=data.files,
+        skills=audit.skills,
     )
+
+
+def merge_findings(
+    gate: list[Finding], audit: list[Finding], outcome: str, attribution: str
+) -> tuple[list[Finding], str]:
+    """Gate and audit findings together; the audit's attribution is the more specific one."""
+    audit_attr = any(f.check == "ATTR_EXPERIMENT_FIDELITY" for f in audit)
+    if audit_attr:
+        gate = [f for f in gate if f.check not in ("ATTR_EXPERIMENT_FIDELITY", "ATTR_UNKNOWN")]
+        if outcome in ("fail", "normal_timeout", "unhealthy"):
+            attribution = "experiment_fidelity"
+    return sort_findings([*gate, *audit]), attribution
 
 
 def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialReview:
     """Scan and gate one trial; never raises for anything the trial contains."""
     opts = options or ReviewOptions()
     try:
-        return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files))
+        return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files), opts)
     except (
         MemoryError,
         RecursionError,

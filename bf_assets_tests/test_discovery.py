@@ -11,7 +11,7 @@ import pytest
 from trialkit import JOB, Trial, build_trial, healthy_spec
 
 from bf_assets.ingest.discovery import TrialRef, discover, discover_jobs
-from bf_assets.review import review_roots
+from bf_assets.review import ReviewOptions, review_roots
 
 HARBOR_JOB_DIRS = (
     "benchflow-ai__skillsbench-trajectories/minimax-m2.1+claude-code/no_skills",
@@ -182,7 +182,7 @@ def test_directory_link_leaving_the_root_is_reported_unreadable(
     os.symlink(outside.path, link)
     refs = {Path(t.path).name: t for t in found(trial.root)}
     assert refs[outside.path.name].link_escape and refs[outside.path.name].path == str(link)
-    report = review_roots([trial.root])
+    report = review_roots([trial.root], ReviewOptions(audits=False))
     escaped = next(t for t in report.trials if t.ref.link_escape)
     assert [f.check for f in escaped.findings] == ["GATE_UNREADABLE"]
     assert (escaped.verdict, escaped.healthy) == ("rejected", False)

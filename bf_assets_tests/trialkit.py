@@ -388,6 +388,11 @@ class TrialSpec:
                 (path / name).write_text(_dump_doc(value))
         if self.rewards is not None:
             (path / "rewards.jsonl").write_text(_dump_lines(self.rewards, trailing_newline=True))
+        reward = (self.result or {}).get("rewards") if isinstance(self.result, dict) else None
+        if isinstance(reward, dict) and isinstance(reward.get("reward"), int | float):
+            # What a live verifier leaves behind (the writer fixture's verifier/ is empty).
+            (path / "verifier" / "test-stdout.txt").write_text("1 passed\n")
+            (path / "verifier" / "reward.txt").write_text(f"{reward['reward']}\n")
         if self.acp is not None:
             (path / ACP_FILE).write_text(_dump_lines(self.acp, trailing_newline=False))
         if self.llm is not None:
@@ -864,8 +869,19 @@ class Trial:
         raise AssertionError(f"discovery did not report {self.path}")
 
     def review(self, limits: ReadLimits | None = None) -> TrialReview:
-        opts = ReviewOptions(limits=limits) if limits is not None else None
+        """The hard gate alone (what the gate tests judge)."""
+        opts = (
+            ReviewOptions(limits=limits, audits=False)
+            if limits is not None
+            else ReviewOptions(audits=False)
+        )
         return review_trial(self.ref(), opts)
+
+    def full_review(self, limits: ReadLimits | None = None) -> TrialReview:
+        """The gate and every audit, as the CLI runs them."""
+        return review_trial(
+            self.ref(), ReviewOptions(limits=limits) if limits is not None else None
+        )
 
     def checks(self, limits: ReadLimits | None = None) -> set[str]:
         return {f.check for f in self.review(limits).findings}

@@ -22,9 +22,11 @@ Rules (``checks.md`` §2 dataset level, ``plan-format.md``):
 * Trials of a cell the plan does not list are ``unplanned``: reported, never exported.
   Without a plan the cells are the observed ones, ``trials: 1``, none required.
 * Oracle and no-op trials are probe lanes, not model data.  ``TASK_ORACLE_FAILED``: an
-  oracle reward (``oracle_rewards[task]``, given by the caller) below 1.0 or missing.
-  ``TASK_NOOP_PASSED``: a ``nop``/``null``/``noop`` trial whose outcome is ``pass``, or a
-  ``noop_rewards[task]`` value >= 1.0.  Both put a blocker on every model trial of the task.
+  oracle reward (``oracle_rewards[task]``, given by the caller: reviews carry no reward)
+  below 1.0 or missing.  ``TASK_NOOP_PASSED``: a ``nop``/``null``/``noop`` trial whose
+  outcome is ``pass``, or a ``noop_rewards[task]`` value >= 1.0.  Both put a blocker on
+  every model trial of the task.  ``oracle_tasks`` / ``noop_tasks`` name the tasks whose
+  probe produced a score; for the others both probes stay residual risk.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from bf_assets.dataset.common import (
     cell_of,
     is_model_trial,
     is_noop,
-    is_oracle,
     newest_first,
     show_key,
     trial_key,
@@ -260,10 +261,11 @@ def _probe_findings(
         noop[task].extend(values)
     for r in reviews:
         if is_noop(r) and r.identity.task_id:
-            noop[r.identity.task_id].append(1.0 if r.outcome == Outcome.PASS else None)
-    oracle_tasks = set(oracle_rewards or {}) | {
-        r.identity.task_id for r in reviews if is_oracle(r) and r.identity.task_id
-    }
+            scored = {Outcome.PASS: 1.0, Outcome.FAIL: 0.0, Outcome.NORMAL_TIMEOUT: 0.0}
+            noop[r.identity.task_id].append(scored.get(r.outcome))
+    # tasks whose probe actually produced a score (an errored probe proves nothing)
+    oracle_tasks = {t for t, vs in (oracle_rewards or {}).items() if any(v is not None for v in vs)}
+    noop_tasks = {t for t, vs in noop.items() if any(v is not None for v in vs)}
     dataset: list[Finding] = []
     per_trial: dict[TrialKey, list[Finding]] = defaultdict(list)
     probes = [("TASK_ORACLE_FAILED", oracle_rewards or {}, True), ("TASK_NOOP_PASSED", noop, False)]
@@ -282,7 +284,7 @@ def _probe_findings(
             dataset.append(finding(check, msg, evidence={"task": task, "rewards": bad}))
             for r in victims:
                 per_trial[trial_key(r)].append(finding(check, msg, evidence={"rewards": bad}))
-    return dataset, per_trial, oracle_tasks, set(noop)
+    return dataset, per_trial, oracle_tasks, noop_tasks
 
 
 def _slot_finding(row: SlotRow) -> Finding:

@@ -16,6 +16,9 @@ first).  Each pair is compared on three things, one :class:`ParityRow` per diffe
   ``blocker=True`` and ``lacking`` naming the backend without the telemetry: that backend's
   new data cannot be trusted to carry the same training signal.
 
+P-REWARD (equal oracle rewards) needs rewards, which reviews do not carry: oracle lanes are
+paired like any other trial and compared on files and outcome class only.
+
 No check id is added to the contract: the report lists the rows, and a caller that wants a
 per-trial effect uses :meth:`ParityReport.blocking_trials`.
 """

@@ -93,7 +93,11 @@ def _legend(coverage: Coverage) -> list[tuple[str, str, int]]:
         ("duplicate", "has superseded attempts", s.get("duplicate", 0)),
         (UNPLANNED, "unplanned trial", s.get(UNPLANNED, 0)),
         ("none", "not in plan", 0),
-    ]
+    ] + (
+        [("required", "black border: required slot", 0)]
+        if any(r.required for r in coverage.rows)
+        else []
+    )
 
 
 def _swatch(kind: str, x: float, y: float, size: float) -> list[str]:
@@ -107,6 +111,11 @@ def _swatch(kind: str, x: float, y: float, size: float) -> list[str]:
         return [
             f'<rect x="{x + 1}" y="{y + 1}" width="{size - 2}" height="{size - 2}" fill="#ffffff" '
             f'stroke="{UNPLANNED_STROKE}" stroke-width="2" stroke-dasharray="3 2"/>'
+        ]
+    if kind == "required":
+        return [
+            f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{COLORS[MISSING]}" '
+            'stroke="#000000" stroke-width="1.2"/>'
         ]
     if kind == "none":
         return [
@@ -167,7 +176,10 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
     )
     overhang = max(0.0, overhang)
     legend = _legend(coverage)
-    item_w = [28 + _width(f"{lab} ({n})" if k != "none" else lab) + 18 for k, lab, n in legend]
+    item_w = [
+        28 + _width(lab if k in ("none", "required") else f"{lab} ({n})") + 18
+        for k, lab, n in legend
+    ]
     width = max(left + grid_w + overhang + 16, sum(item_w[:4]) + 32, _width(head, 7.6) + 32)
     per_line, line, lines = [], [], 0.0
     for w in item_w:  # wrap legend items to the picture's width
@@ -231,7 +243,7 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         for w in widths:
             kind, lab, n = legend[i]
             out.extend(_swatch(kind, x, y, 16))
-            text = lab if kind == "none" else f"{lab} ({n})"
+            text = lab if kind in ("none", "required") else f"{lab} ({n})"
             out.append(f'<text x="{x + 22}" y="{y + 12}" fill="{INK}">{escape(text)}</text>')
             x += w
             i += 1

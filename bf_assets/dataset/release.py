@@ -13,6 +13,7 @@ Oracle and no-op probe lanes are never model data and never count as excluded.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -27,10 +28,26 @@ CLEAN = ReleaseVerdict.PUBLISHABLE.value
 _RANK = {NOT: 0, WITH_Q: 1, CLEAN: 2}
 
 
+@dataclass(frozen=True, slots=True)
+class ReleaseReason:
+    level: str  # the release verdict this reason alone would give
+    kind: str  # publish_failed, required_slot, below_floor, nothing_to_export, rejected, ...
+    subject: str  # the slot, trial or figure concerned
+
+    def text(self) -> str:
+        return f"{self.kind.replace('_', ' ')} ({self.subject})"
+
+
 @dataclass(slots=True)
 class ReleaseAssessment:
     verdict: str
-    reasons: list[tuple[str, str]] = field(default_factory=list)  # (verdict level, why)
+    reasons: list[ReleaseReason] = field(default_factory=list)
+
+    def decisive(self) -> list[ReleaseReason]:
+        return [r for r in self.reasons if r.level == self.verdict]
+
+    def counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.kind for r in self.reasons).items()))
 
 
 def export_candidates(
@@ -51,17 +68,21 @@ def assess_release(
     export_count: int,
     publish_failed: bool = False,
 ) -> ReleaseAssessment:
-    reasons: list[tuple[str, str]] = []
+    reasons: list[ReleaseReason] = []
     if publish_failed:
-        reasons.append((NOT, "an export row failed a PUBLISH_* check"))
+        reasons.append(
+            ReleaseReason(NOT, "publish_failed", "an export row failed a PUBLISH_* check")
+        )
     for row in coverage.blocking_rows():
-        reasons.append((NOT, f"required slot {row.label()} is {row.state}"))
+        reasons.append(ReleaseReason(NOT, f"required_slot_{row.state}", row.label()))
     if coverage.below_floor:
         ratio = coverage.coverage_ratio
         shown = "n/a" if ratio is None else f"{ratio:.2f}"
-        reasons.append((NOT, f"coverage {shown} is below the floor {coverage.min_coverage}"))
+        reasons.append(
+            ReleaseReason(NOT, "below_floor", f"coverage {shown} < floor {coverage.min_coverage}")
+        )
     if export_count <= 0:
-        reasons.append((NOT, "nothing is left to export"))
+        reasons.append(ReleaseReason(NOT, "nothing_to_export", f"{export_count} export rows"))
 
     filled = coverage.filled
     superseded = set(coverage.superseded)
@@ -72,7 +93,7 @@ def assess_release(
         key = trial_key(r)
         why = None
         if verdict in (Verdict.REJECTED, Verdict.QUARANTINED):
-            why = verdict
+            why = str(verdict)
         elif r.outcome == Outcome.INCOMPLETE:
             why = "incomplete"
         elif key in superseded:
@@ -80,15 +101,15 @@ def assess_release(
         elif key in unplanned:
             why = "unplanned"
         elif not r.training_ready:
-            why = "not training-ready"
+            why = "not_training_ready"
         elif key not in filled:
-            why = "fills no slot"
+            why = "fills_no_slot"
         if why:
-            reasons.append((WITH_Q, f"{show_key(key)}: {why}"))
+            reasons.append(ReleaseReason(WITH_Q, why, show_key(key)))
     for row in coverage.planned_rows():
         if not row.required and row.state in (MISSING, UNHEALTHY):
-            reasons.append((WITH_Q, f"optional slot {row.label()} is {row.state}"))
-    verdict = min((lvl for lvl, _ in reasons), key=_RANK.__getitem__, default=CLEAN)
+            reasons.append(ReleaseReason(WITH_Q, f"optional_slot_{row.state}", row.label()))
+    verdict = min((x.level for x in reasons), key=_RANK.__getitem__, default=CLEAN)
     return ReleaseAssessment(verdict, reasons)
 
 

@@ -7,6 +7,7 @@ the file inventory).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 
 from bf_assets.contract import Outcome, Verdict
@@ -16,6 +17,7 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import FileEntry
 from bf_assets.review import TrialReview
 
+_SERIAL = itertools.count(1)  # distinct, deterministic default rollout names
 DOCKER_FILES = (
     "config.json",
     "result.json",
@@ -33,9 +35,9 @@ DOCKER_FILES = (
     "agent/install-stdout.txt",
     "artifacts/output.csv",
 )
-DAYTONA_FILES = tuple(
-    p for p in DOCKER_FILES if not p.startswith(("agent/", "artifacts/"))
-) + ("sandbox.json",)
+DAYTONA_FILES = tuple(p for p in DOCKER_FILES if not p.startswith(("agent/", "artifacts/"))) + (
+    "sandbox.json",
+)
 
 
 def make_review(
@@ -61,11 +63,13 @@ def make_review(
     trial_index: int | None = None,
 ) -> TrialReview:
     """A review; ``checks`` adds findings with the contract's default severities."""
-    rollout = rollout or f"{task}__{abs(hash((task, harness, model, skill_mode, sandbox, started_at))) % 16**8:08x}"
+    rollout = rollout or f"{task}__{next(_SERIAL):08x}"
     all_findings = list(findings) + [finding(c, f"{c} (sample)") for c in checks]
     sev = {f.severity for f in all_findings}
     if healthy is None:
-        healthy = outcome in (Outcome.PASS, Outcome.FAIL, Outcome.NORMAL_TIMEOUT) and "blocker" not in sev
+        healthy = (
+            outcome in (Outcome.PASS, Outcome.FAIL, Outcome.NORMAL_TIMEOUT) and "blocker" not in sev
+        )
     if verdict is None:
         verdict = (
             Verdict.REJECTED.value

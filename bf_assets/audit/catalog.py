@@ -1,0 +1,210 @@
+"""Startup skill catalogs per harness (review-rules §3.2), read from request bodies.
+
+Each extractor looks only at the startup prompt parts its harness uses (system /
+developer messages, Claude's first-user ``<system-reminder>``), never at tool outputs or
+tool declarations, and returns the exact catalog text (hashed as is) and its entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+FAMILIES = {
+    "codex-acp": "codex",
+    "codex": "codex",
+    "openhands": "openhands",
+    "gemini": "gemini",
+    "gemini-cli": "gemini",
+    "claude-agent-acp": "claude",
+    "claude-code": "claude",
+    "claude-code-acp": "claude",
+    "pi-acp": "pi",
+}
+
+_CODEX_BLOCK = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
+_CODEX_LIST = re.compile(r"### Available skills\n(.*?)(?:\n### |\Z)", re.S)
+_CODEX_ENTRY = re.compile(r"^- ([^:\n]+): (.*?)(?: \(file: ([^)\n]+)\))?$", re.M)
+_AVAILABLE = re.compile(r"<available_skills>(.*?)</available_skills>", re.S)
+_SKILL = re.compile(r"<skill>(.*?)</skill>", re.S)
+_GEMINI_HEADER = "# Available Agent Skills"
+CLAUDE_MARKER = "The following skills are available for use with the Skill tool:"
+_CLAUDE_BLOCK = re.compile(
+    re.escape(CLAUDE_MARKER) + r"\n\n(.*?)(?=\n\n(?!- )|\n?</system-reminder>|\Z)", re.S
+)
+_CLAUDE_ENTRY = re.compile(r"^- ([^:\n]+): (.*?)(?=\n- |\Z)", re.S | re.M)
+_PI = re.compile(r"pi, a coding agent harness|pi-coding-agent")
+
+
+@dataclass(slots=True)
+class PromptParts:
+    """The startup-prompt texts of one request body, by role."""
+
+    system: list[str] = field(default_factory=list)
+    developer: list[str] = field(default_factory=list)
+    first_user: list[str] = field(default_factory=list)
+    tool_names: set[str] = field(default_factory=set)
+
+    def all_text(self) -> str:
+        return "\n".join([*self.system, *self.developer, *self.first_user])
+
+
+@dataclass(slots=True)
+class Catalog:
+    format: str
+    text: str | None  # exact catalog text (hashed); None when the block is absent
+    skills: list[dict[str, str]]
+    found: bool
+
+    @property
+    def sha256(self) -> str | None:
+        if not self.text:
+            return None
+        return hashlib.sha256(self.text.encode("utf-8", errors="replace")).hexdigest()
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, str):
+                out.append(b)
+            elif isinstance(b, dict) and isinstance(b.get("text"), str):
+                out.append(b["text"])
+    elif isinstance(content, dict):
+        if isinstance(content.get("text"), str):
+            out.append(content["text"])
+        out.extend(_texts(content.get("parts")))
+    return out
+
+
+def prompt_parts(body: Any) -> PromptParts:
+    """Split a provider request body into its startup-prompt texts (any provider shape)."""
+    pp = PromptParts()
+    if not isinstance(body, dict):
+        return pp
+    pp.system.extend(_texts(body.get("instructions")))
+    pp.system.extend(_texts(body.get("system")))
+    for key in ("systemInstruction", "system_instruction"):
+        pp.system.extend(_texts(body.get(key)))
+    for key in ("messages", "input", "contents"):
+        items = body.get(key)
+        if not isinstance(items, list):
+            continue
+        in_first_user = True
+        for m in items:
+            if not isinstance(m, dict):
+                continue
+            role = m.get("role")
+            content = m.get("content") if "content" in m else m.get("parts")
+            if role == "system":
+                pp.system.extend(_texts(content))
+            elif role == "developer":
+                pp.developer.extend(_texts(content))
+            elif role == "user" and in_first_user:
+                pp.first_user.extend(_texts(content))
+            elif role not in (None, "system", "developer") or m.get("type") in (
+                "function_call",
+                "function_call_output",
+            ):
+                in_first_user = False
+    for tool in body.get("tools") or []:
+        if isinstance(tool, dict):
+            fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+            if isinstance(fn.get("name"), str):
+                pp.tool_names.add(fn["name"])
+            for decl in tool.get("functionDeclarations") or []:
+                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                    pp.tool_names.add(decl["name"])
+    return pp
+
+
+def _xml_entries(block: str) -> list[dict[str, str]]:
+    out = []
+    for m in _SKILL.finditer(block):
+        inner = m.group(1)
+        entry = {}
+        for tag in ("name", "description", "location"):
+            t = re.search(rf"<{tag}>(.*?)</{tag}>", inner, re.S)
+            if t:
+                entry[tag] = t.group(1).strip()
+        if entry.get("name"):
+            out.append(entry)
+    return out
+
+
+def extract_codex(pp: PromptParts) -> Catalog | None:
+    for text in (*pp.developer, *pp.system):
+        m = _CODEX_BLOCK.search(text)
+        if m:
+            inner = m.group(1)
+            lm = _CODEX_LIST.search(inner)
+            skills = []
+            for e in _CODEX_ENTRY.finditer(lm.group(1) if lm else ""):
+                entry = {"name": e.group(1).strip(), "description": e.group(2).strip()}
+                if e.group(3):
+                    entry["file"] = e.group(3).strip()
+                skills.append(entry)
+            return Catalog("codex_skills_instructions", inner, skills, True)
+    return None
+
+
+def extract_openhands(pp: PromptParts) -> Catalog | None:
+    for text in (*pp.system, *pp.developer, *pp.first_user):
+        m = _AVAILABLE.search(text)
+        if m:
+            skills = _xml_entries(m.group(1))
+            return Catalog("openhands_available_skills", m.group(1), skills, bool(skills))
+    return None
+
+
+def extract_gemini(pp: PromptParts) -> Catalog | None:
+    for text in (*pp.system, *pp.developer, *pp.first_user):
+        start = text.find(_GEMINI_HEADER)
+        m = _AVAILABLE.search(text, max(start, 0))
+        if m:
+            skills = _xml_entries(m.group(1))
+            return Catalog("gemini_available_skills", m.group(1), skills, bool(skills))
+    return None
+
+
+def extract_claude(pp: PromptParts) -> Catalog | None:
+    for text in (*pp.system, *pp.first_user, *pp.developer):
+        m = _CLAUDE_BLOCK.search(text)
+        if m:
+            block = m.group(1)
+            skills = [
+                {"name": e.group(1).strip(), "description": " ".join(e.group(2).split())}
+                for e in _CLAUDE_ENTRY.finditer(block)
+                if e.group(1).strip()
+            ]
+            return Catalog("claude_skill_tool_bullets", block, skills, bool(skills))
+    return None
+
+
+EXTRACTORS = {
+    "codex": extract_codex,
+    "openhands": extract_openhands,
+    "gemini": extract_gemini,
+    "claude": extract_claude,
+}
+
+
+def content_family(pp: PromptParts) -> str | None:
+    """Which harness family the startup prompt looks like (confirmation only, never decisive)."""
+    text = pp.all_text()
+    if _CODEX_BLOCK.search("\n".join(pp.developer)):
+        return "codex"
+    if "<SKILLS>" in text or "invoke_skill" in pp.tool_names:
+        return "openhands"
+    if _GEMINI_HEADER in text or "activate_skill" in pp.tool_names:
+        return "gemini"
+    if CLAUDE_MARKER in text or "Skill" in pp.tool_names:
+        return "claude"
+    if _PI.search(text):
+        return "pi"
+    return None

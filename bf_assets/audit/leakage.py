@@ -1,0 +1,142 @@
+"""No-skill leakage (``NOSKILL_LEAK``, review-rules §4), scoped to actions and observations.
+
+Markers: ``SKILL.md``; the skill roots of every harness, the task's ``environment/skills``
+and the sandbox skills dir; the task's own skill names; skill activations (``invoke_skill``,
+``activate_skill``, a ``Skill`` call, ``ToolSearch`` selecting a skill, the ``Launching
+skill:`` / ``<activated_skill>`` envelopes).  They are applied to ACP tool events (title,
+arguments, output) and to LLM tool calls and tool results, never to the startup prompt or
+the tool declarations.  Harness-global built-in skill paths (Codex ``.codex/skills/.system``,
+Claude plugin skills, Gemini's bundled skills) are not a leak unless they name a task skill.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bf_assets.audit.events import Action, Events
+from bf_assets.audit.expected import norm_skill
+from bf_assets.findings import Finding, clip, finding
+
+SKILL_ROOTS = (
+    ".agents/skills",
+    ".codex/skills",
+    ".claude/skills",
+    ".gemini/skills",
+    ".opencode/skills",
+    ".pi/agent/skills",
+    "environment/skills",
+)
+HARNESS_GLOBAL = re.compile(
+    r"[^\s'\"`]*(?:\.codex/skills/\.system/|\.claude/plugins/|gemini-cli/bundled/skills/)[^\s'\"`]*"
+)
+ACTIVATION_TOOLS = frozenset({"invoke_skill", "activate_skill", "skill", "load_skill", "use_skill"})
+ENVELOPES = re.compile(r"Launching skill:|<activated_skill\b")
+_SKILL_MD = re.compile(r"(?i)\bskill\.md\b")
+MAX_FINDINGS = 20
+
+
+def _name_patterns(names: Iterable[str]) -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for n in names:
+        key = norm_skill(n)
+        if not key:
+            continue
+        alt = "[-_ ]".join(re.escape(p) for p in key.split("-"))
+        if "-" in key:  # distinctive enough to match as a word
+            rx = re.compile(rf"(?i)(?<![\w-]){alt}(?![\w-])")
+        else:  # a one-word name only counts in a skill context
+            rx = re.compile(
+                rf"(?i)(?:skills?/|[\"']?(?:name|skill)[\"']?\s*[:=]\s*[\"']?){alt}(?![\w-])"
+            )
+        out.append((n, rx))
+    return out
+
+
+def _activation(a: Action) -> str | None:
+    name = a.name
+    title = a.title.lower()
+    if name in ACTIVATION_TOOLS or title.startswith(
+        ("invoke_skill", "activate_skill", "skill ", "skill(")
+    ):
+        arg = a.args.get("name") or a.args.get("skill") or a.title
+        return f"skill activation {a.tool or 'skill'} {clip(arg, 80)}"
+    if name == "toolsearch" or title.startswith("toolsearch"):
+        q = str(a.args.get("query") or a.title)
+        if "select:" in q.lower() or "skill" in q.lower():
+            return f"ToolSearch selecting a skill ({clip(q, 80)})"
+    return None
+
+
+class _Scanner:
+    def __init__(self, task_skills: list[str], sandbox_dir: str) -> None:
+        self.names = _name_patterns(task_skills)
+        roots = [re.escape(r) for r in SKILL_ROOTS]
+        self.roots = re.compile("(" + "|".join(roots) + ")")
+        self.sandbox = re.compile(rf"(?:^|[\s'\"=:(`]){re.escape(sandbox_dir)}(?:/|\b)")
+        self.sandbox_dir = sandbox_dir
+
+    def markers(self, text: str) -> list[str]:
+        found: list[str] = []
+        for n, rx in self.names:
+            if rx.search(text):
+                found.append(f"task skill name {n!r}")
+        stripped = HARNESS_GLOBAL.sub(" ", text)
+        if _SKILL_MD.search(stripped):
+            found.append("SKILL.md")
+        for m in dict.fromkeys(self.roots.findall(stripped)):
+            found.append(f"skill root {m}")
+        if self.sandbox.search(stripped):
+            found.append(f"sandbox skills dir {self.sandbox_dir}")
+        if ENVELOPES.search(text):
+            found.append("skill activation envelope")
+        return found
+
+
+def leak_findings(ev: Events, task_skills: list[str], sandbox_dir: str) -> list[Finding]:
+    """``NOSKILL_LEAK`` for every action or observation that touches skill resources."""
+    sc = _Scanner(task_skills, sandbox_dir)
+    out: list[Finding] = []
+    seen: set[tuple[str, int]] = set()
+
+    def emit(file: str, line: int, what: str, markers: list[str], evidence: str) -> None:
+        if (file, line) in seen or len(out) >= MAX_FINDINGS:
+            return
+        seen.add((file, line))
+        out.append(
+            finding(
+                "NOSKILL_LEAK",
+                f"no-skill trial: {what} touches skill resources ({'; '.join(markers)}) at {file}:{line}",
+                file=file,
+                line=line,
+                evidence=evidence,
+            )
+        )
+
+    for a in ev.actions:
+        markers = sc.markers(a.text)
+        act = _activation(a)
+        if act:
+            markers.insert(0, act)
+        if markers:
+            emit(a.file, a.line, a.kind_label, markers, a.text)
+    for o in ev.observations:
+        markers = sc.markers(o.text)
+        if markers:
+            emit(
+                o.file,
+                o.line,
+                f"{o.source.upper()} tool result",
+                markers,
+                _excerpt(o.text, markers),
+            )
+    return out
+
+
+def _excerpt(text: str, markers: list[str]) -> str:
+    low = text.lower()
+    for m in ("skill.md", "skills", "launching skill", "activated_skill"):
+        i = low.find(m)
+        if i >= 0:
+            return text[max(0, i - 80) : i + 120]
+    return text[:200]

@@ -1,0 +1,385 @@
+"""The dataset review report in Markdown, in the order of ``checks.md`` §3.
+
+Blockers, Coverage (with the matrix picture), Evidence, Residual risk, then the verdict.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from bf_assets.contract import Severity
+from bf_assets.dataset.common import TrialKey, is_model_trial, show, show_key, trial_key
+from bf_assets.dataset.coverage import (
+    DUPLICATE,
+    HEALTHY,
+    MISSING,
+    STALE,
+    UNHEALTHY,
+    Coverage,
+    SlotRow,
+)
+from bf_assets.dataset.parity import ParityReport
+from bf_assets.dataset.picture import coverage_svg, svg_data_uri
+from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
+from bf_assets.dataset.release import ReleaseAssessment
+from bf_assets.findings import sort_findings
+from bf_assets.review import TrialReview
+
+ROW_LIMIT = 100
+RESIDUAL_RISK = (
+    "Sandbox network policy: no artifact proves what the sandbox could reach during the "
+    "agent phase (V-NETWORK is static configuration, not a record of traffic).",
+    "Git scrubbing: no artifact proves that repository history past the base commit was "
+    "removed before the agent ran.",
+    "Hidden-test placement: no artifact proves hidden tests and solutions were absent from "
+    "agent-readable paths.",
+    "Verifier process isolation: Benchflow records no timestamp proving the verifier ran "
+    "after the agent and in a process the agent could not touch.",
+)
+
+
+def _c(value: Any) -> str:
+    text = show(value) if value is None or value == "" else str(value)
+    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], limit: int = ROW_LIMIT) -> str:
+    rows = list(rows)
+    if not rows:
+        return "_none_\n"
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_c(x) for x in r) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        out.append(f"\n… {len(rows) - limit} more rows not shown")
+    return "\n".join(out) + "\n"
+
+
+def _where(file: str | None, line: int | None) -> str:
+    if not file:
+        return "–"
+    return f"{file}:{line}" if line else file
+
+
+def _blockers(
+    reviews: Sequence[TrialReview], coverage: Coverage, parity: ParityReport | None
+) -> str:
+    parts = ["## Blockers\n"]
+    ds = [f for f in coverage.findings if f.severity == Severity.BLOCKER]
+    trial_rows: list[tuple[str, str, str]] = []
+    by_check: dict[str, set[TrialKey]] = defaultdict(set)
+    for r in reviews:
+        key = trial_key(r)
+        fs = [
+            f
+            for f in sort_findings([*r.findings, *coverage.trial_findings.get(key, [])])
+            if f.severity == Severity.BLOCKER
+        ]
+        for f in fs:
+            by_check[f.check].add(key)
+        if fs:
+            first = fs[0]
+            checks = ", ".join(dict.fromkeys(f.check for f in fs))
+            where = f" ({_where(first.file, first.line)})" if first.file else ""
+            trial_rows.append((show_key(key), checks, f"{first.message}{where}"))
+    pblock = parity.blockers if parity is not None else []
+    if not ds and not trial_rows and not pblock:
+        return parts[0] + "\nNo blockers.\n"
+    if ds:
+        parts.append("\n### Dataset level\n")
+        parts.extend(f"- `{f.check}`: {f.message}" for f in ds)
+        parts.append("")
+    if pblock:
+        parts.append("\n### Sandbox parity (telemetry populated on one backend only)\n")
+        parts.append(
+            _table(
+                ["pair", "item", "docker", "daytona", "lacking"],
+                [(r.pair.label(), r.item, r.docker, r.daytona, r.lacking) for r in pblock],
+            )
+        )
+    if trial_rows:
+        parts.append(f"\n### Trials ({len(trial_rows)})\n")
+        summary = sorted(by_check.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+        parts.append(
+            _table(
+                ["check", "trials", "example"],
+                [(c, len(ks), show_key(sorted(ks)[0])) for c, ks in summary],
+            )
+        )
+        parts.append(
+            "\n" + _table(["trial", "blocker checks", "first blocker (where)"], sorted(trial_rows))
+        )
+    return "\n".join(parts)
+
+
+def _group_counts(rows: Sequence[SlotRow]) -> list[tuple[Any, ...]]:
+    groups: dict[tuple[str, str, int], Counter[str]] = defaultdict(Counter)
+    for r in rows:
+        g = groups[(show(r.cell.task), show(r.cell.skill_mode), r.trial_index)]
+        g["expected"] += 1
+        g[r.state] += 1
+        g[DUPLICATE] += r.duplicate
+    return [
+        (t, m, i, g["expected"], g[HEALTHY], g[MISSING], g[UNHEALTHY], g[DUPLICATE], g[STALE])
+        for (t, m, i), g in sorted(groups.items())
+    ]
+
+
+def _coverage(
+    coverage: Coverage,
+    verdicts: Mapping[TrialKey, str],
+    quarantine: Mapping[TrialKey, QuarantineEntry],
+    reviews: Sequence[TrialReview],
+) -> str:
+    s = coverage.summary
+    ratio = coverage.coverage_ratio
+    floor = coverage.min_coverage
+    name = coverage.plan.name if coverage.plan is not None else None
+    parts = ["## Coverage\n"]
+    parts.append(
+        (
+            f"Plan **{name}**."
+            if name
+            else "No experiment plan: every observed cell is expected once, none required."
+        )
+        + f" Expected slots: **{s['expected']}**; healthy {s[HEALTHY]}, stale {s[STALE]}, "
+        f"missing {s[MISSING]}, unhealthy {s[UNHEALTHY]}, with duplicates {s[DUPLICATE]} "
+        f"({s['superseded']} superseded trials); unplanned trials {s['unplanned']}; "
+        f"probe-lane trials {s['probe_trials']}."
+    )
+    ratio_txt = "n/a" if ratio is None else f"{ratio:.1%}"
+    floor_txt = "no floor" if floor is None else f"floor {floor:.0%}"
+    below = " — **below the floor**" if coverage.below_floor else ""
+    parts.append(
+        f"\nCoverage ratio (fresh healthy / planned slots): **{ratio_txt}** ({floor_txt}){below}.\n"
+    )
+    if coverage.rows:
+        parts.append(f"![coverage matrix]({svg_data_uri(coverage_svg(coverage))})\n")
+    parts.append("### Slots by task, skill mode and trial\n")
+    parts.append(
+        _table(
+            [
+                "task",
+                "skill mode",
+                "trial",
+                "expected",
+                "healthy",
+                "missing",
+                "unhealthy",
+                "duplicate",
+                "stale",
+            ],
+            _group_counts(coverage.planned_rows()),
+            limit=400,
+        )
+    )
+    problems = [r for r in coverage.planned_rows() if r.state != HEALTHY or r.duplicate]
+    parts.append("\n### Slots needing attention\n")
+    parts.append(
+        _table(
+            ["slot", "state", "required", "cell attempts", "trial", "superseded"],
+            [
+                (
+                    r.label(),
+                    r.state + (" + duplicate" if r.duplicate else ""),
+                    "yes" if r.required else "no",
+                    r.attempts,
+                    show_key(r.trial) if r.trial else "–",
+                    ", ".join(show_key(k) for k in r.superseded) or "–",
+                )
+                for r in problems
+            ],
+        )
+    )
+    if coverage.stale:
+        parts.append("\n### Stale trials\n")
+        parts.append(
+            _table(["trial", "why"], [(show_key(k), w) for k, w in sorted(coverage.stale.items())])
+        )
+    if coverage.unplanned:
+        parts.append("\n### Unplanned trials (reported, not exported)\n")
+        parts.extend(f"- `{show_key(k)}`" for k in coverage.unplanned[:ROW_LIMIT])
+        parts.append("")
+    model = [r for r in reviews if is_model_trial(r)]
+    counts = Counter(verdicts.get(trial_key(r), r.verdict) for r in model)
+    parts.append(
+        "\n### Held out\n\nEffective verdicts of model trials: "
+        + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
+        + ".\n"
+    )
+    if quarantine:
+        parts.append(
+            _table(
+                ["trial", "action", "reason", "by", "at"],
+                [
+                    (show_key(k), e.action, e.reason, e.by, e.at)
+                    for k, e in sorted(quarantine.items())
+                ],
+            )
+        )
+    return "\n".join(parts)
+
+
+def _evidence(
+    reviews: Sequence[TrialReview],
+    roots: Sequence[str],
+    command: str,
+    parity: ParityReport | None,
+    verdicts: Mapping[TrialKey, str],
+    unmatched: Sequence[QuarantineEntry],
+) -> str:
+    parts = ["## Evidence\n", "Run roots:\n"]
+    parts.extend(f"- `{r}`" for r in roots)
+    n_files = sum(len(r.files) for r in reviews)
+    size = sum(f.size or 0 for r in reviews for f in r.files)
+    layouts = Counter(r.layout for r in reviews)
+    parts.append(
+        f"\nTrials reviewed: {len(reviews)} ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(layouts.items()))
+        + f"); files inventoried: {n_files} ({size:,} bytes).\n"
+    )
+    refs = Counter(r.identity.source_ref for r in reviews if r.identity.source_ref)
+    digests: dict[str, set[str]] = defaultdict(set)
+    for r in reviews:
+        if r.identity.task_digest:
+            digests[show(r.identity.task_id)].add(r.identity.task_digest)
+    parts.append(
+        "Source refs: "
+        + (", ".join(f"`{k}` ({v})" for k, v in sorted(refs.items())) or "_none recorded_")
+        + "."
+    )
+    multi = {t: d for t, d in digests.items() if len(d) > 1}
+    parts.append(
+        f"Task digests recorded for {len(digests)} task(s)"
+        + (f"; several digests for: {', '.join(sorted(multi))}" if multi else "")
+        + ".\n"
+    )
+    parts.append("### Trials\n")
+    parts.append(
+        _table(
+            [
+                "trial",
+                "task",
+                "harness",
+                "model",
+                "skill mode",
+                "sandbox",
+                "outcome",
+                "verdict",
+                "files",
+            ],
+            [
+                (
+                    show_key(trial_key(r)),
+                    r.identity.task_id,
+                    r.identity.harness,
+                    r.identity.model,
+                    r.identity.skill_mode,
+                    r.identity.sandbox,
+                    r.outcome,
+                    verdicts.get(trial_key(r), r.verdict),
+                    len(r.files),
+                )
+                for r in sorted(reviews, key=trial_key)
+            ],
+        )
+    )
+    if parity is not None:
+        parts.append(
+            f"\n### Sandbox parity\n\nDocker/Daytona pairs: {len(parity.pairs)}; unpaired: {len(parity.unpaired)}.\n"
+        )
+        parts.append(
+            _table(
+                ["pair", "kind", "item", "docker", "daytona", "label", "blocker"],
+                [
+                    (
+                        r.pair.label(),
+                        r.kind,
+                        r.item,
+                        r.docker,
+                        r.daytona,
+                        r.label,
+                        "yes" if r.blocker else "no",
+                    )
+                    for r in parity.rows
+                ],
+            )
+        )
+    if unmatched:
+        parts.append("\n### Quarantine entries that name no reviewed trial\n")
+        parts.extend(
+            f"- entry {e.index}: `{e.trial}` ({e.action}, {e.by}, {e.at})" for e in unmatched
+        )
+        parts.append("")
+    parts.append("\n### Reproduce\n\n```sh\n" + command + "\n```\n")
+    return "\n".join(parts)
+
+
+def _residual(
+    coverage: Coverage, reviews: Sequence[TrialReview], parity: ParityReport | None
+) -> str:
+    parts = ["## Residual risk\n"]
+    parts.extend(f"- {r}" for r in RESIDUAL_RISK)
+    tasks = sorted(
+        {r.identity.task_id for r in reviews if is_model_trial(r) and r.identity.task_id}
+    )
+    no_oracle = [t for t in tasks if t not in coverage.oracle_tasks]
+    no_noop = [t for t in tasks if t not in coverage.noop_tasks]
+    if no_oracle:
+        parts.append(
+            f"- No oracle lane for {len(no_oracle)} task(s) ({', '.join(no_oracle[:10])}"
+            f"{', …' if len(no_oracle) > 10 else ''}): a broken verifier or environment is not ruled out."
+        )
+    if no_noop:
+        parts.append(
+            f"- No no-op lane for {len(no_noop)} task(s): a verifier passable without doing the task is not ruled out."
+        )
+    if parity is not None and parity.unpaired:
+        parts.append(
+            f"- {len(parity.unpaired)} trial(s) on Docker or Daytona have no counterpart on the other backend: their parity is unchecked."
+        )
+    return "\n".join(parts) + "\n"
+
+
+def _reasons(a: ReleaseAssessment) -> str:
+    decisive = a.decisive()
+    lines = ["Decided by:"] + [f"- {r.text()}" for r in decisive[:ROW_LIMIT]]
+    if len(decisive) > ROW_LIMIT:
+        lines.append(f"- … {len(decisive) - ROW_LIMIT} more")
+    lines.append("\nAll reasons by kind: " + ", ".join(f"{k} {n}" for k, n in a.counts().items()))
+    return "\n".join(lines) + "\n"
+
+
+def render_report(
+    reviews: Sequence[TrialReview],
+    coverage: Coverage,
+    parity: ParityReport | None,
+    quarantine: Mapping[TrialKey, QuarantineEntry] | None,
+    release_verdict: str,
+    roots: Sequence[str],
+    command: str,
+    *,
+    verdicts: Mapping[TrialKey, str] | None = None,
+    assessment: ReleaseAssessment | None = None,
+    entries: Sequence[QuarantineEntry] = (),
+    title: str = "bf-assets dataset review",
+) -> str:
+    """The report.  ``verdicts`` defaults to the effective verdicts after ``quarantine`` and
+    the coverage findings; ``assessment`` (from ``assess_release``) explains the verdict;
+    ``entries`` are the full quarantine file, to list entries that matched nothing."""
+    applied = dict(quarantine or {})
+    if verdicts is None:
+        verdicts = effective_verdicts(reviews, applied, coverage.trial_findings)
+    unmatched = unmatched_entries(reviews, entries) if entries else []
+    sections = [
+        f"# {title}\n",
+        _blockers(reviews, coverage, parity),
+        _coverage(coverage, verdicts, applied, reviews),
+        _evidence(reviews, roots, command, parity, verdicts, unmatched),
+        _residual(coverage, reviews, parity),
+        f"## Verdict\n\n**{release_verdict}**\n",
+    ]
+    if assessment is not None and assessment.reasons:
+        sections.append(_reasons(assessment))
+    return "\n".join(sections)

@@ -1,0 +1,117 @@
+"""The release verdict of checks.md §3 from effective verdicts, coverage and the export."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bf_assets.dataset.common import trial_key
+from bf_assets.dataset.coverage import compute_coverage
+from bf_assets.dataset.plan import parse_plan
+from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
+from bf_assets.dataset.release import assess_release, export_candidates, release_verdict
+from bf_assets.dataset.samples import make_review
+from bf_assets.review import TrialReview
+
+
+def _plan(trials: int = 1, required: bool = True, floor: float | None = None) -> Any:
+    data: dict[str, Any] = {
+        "name": "p",
+        "matrix": [
+            {
+                "tasks": ["t1", "t2"],
+                "harnesses": ["codex-acp"],
+                "models": ["openai/gpt-5"],
+                "skill_modes": ["with-skill"],
+                "sandboxes": ["docker"],
+                "trials": trials,
+                "required": required,
+            }
+        ],
+    }
+    if floor is not None:
+        data["min_coverage"] = floor
+    return parse_plan(data)
+
+
+def _run(reviews: list[TrialReview], plan: Any, entries: Sequence[QuarantineEntry] = ()) -> Any:
+    cov = compute_coverage(reviews, plan)
+    applied = apply_quarantine(reviews, entries)
+    verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
+    pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
+    export = export_candidates(pairs, cov)
+    return assess_release(pairs, cov, len(export)), pairs, cov, export
+
+
+def test_clean_release_is_publishable() -> None:
+    rs = [make_review("t1"), make_review("t2")]
+    a, pairs, cov, export = _run(rs, _plan())
+    assert a.verdict == "publishable" and a.reasons == []
+    assert len(export) == 2
+    assert release_verdict(pairs, cov, len(export)) == "publishable"
+    as_map = {trial_key(r): v for r, v in pairs}
+    assert release_verdict(as_map, cov, len(export), reviews=rs) == "publishable"
+
+
+def test_required_slot_missing_is_not_publishable() -> None:
+    a, *_ = _run([make_review("t1")], _plan())
+    assert a.verdict == "not_publishable"
+    assert [r.kind for r in a.decisive()] == ["required_slot_missing"]
+
+
+def test_required_slot_unhealthy_is_not_publishable() -> None:
+    rs = [make_review("t1"), make_review("t2", outcome="unhealthy", checks=["GATE_LLM_MISSING"])]
+    a, *_ = _run(rs, _plan())
+    assert a.verdict == "not_publishable"
+    assert "required_slot_unhealthy" in a.counts()
+
+
+def test_optional_gap_gives_with_quarantines() -> None:
+    a, *_ = _run([make_review("t1")], _plan(required=False))
+    assert a.verdict == "publishable_with_quarantines"
+    assert a.counts() == {"optional_slot_missing": 1}
+
+
+def test_below_floor_is_not_publishable() -> None:
+    a, *_ = _run([make_review("t1")], _plan(required=False, floor=0.9))
+    assert a.verdict == "not_publishable"
+    assert "below_floor" in a.counts()
+
+
+def test_nothing_to_export_is_not_publishable() -> None:
+    rs = [make_review("t1", training_ready=False), make_review("t2", training_ready=False)]
+    a, _, _, export = _run(rs, _plan())
+    assert export == []
+    assert a.verdict == "not_publishable" and "nothing_to_export" in a.counts()
+
+
+def test_superseded_quarantined_rejected_incomplete_give_with_quarantines() -> None:
+    t1_new = make_review("t1", started_at="2026-06-02T00:00:00")
+    t1_old = make_review("t1", started_at="2026-06-01T00:00:00")
+    a, *_ = _run([t1_new, t1_old, make_review("t2")], _plan())
+    assert a.verdict == "publishable_with_quarantines"
+    assert a.counts() == {"superseded": 1}
+
+    t2 = make_review("t2")
+    t2_held = make_review("t2", started_at="2026-06-03T00:00:00", rollout="t2__held")
+    entry = QuarantineEntry(f"{t2_held.ref.job}/t2__held", "quarantine", "look", "me", "2026-06-04")
+    a, _, _, export = _run([make_review("t1"), t2_held, t2], _plan(), [entry])
+    assert a.verdict == "publishable_with_quarantines"
+    assert a.counts() == {"quarantined": 1, "superseded": 1}
+    assert trial_key(t2_held) not in export  # it fills the slot but is held
+
+    rejected = make_review("t2", rollout="t2__bad", checks=["HACK_SCORE_WRITE"])
+    incomplete = make_review("t2", rollout="t2__inc", outcome="incomplete", started_at=None)
+    a, *_ = _run([make_review("t1"), make_review("t2"), rejected, incomplete], _plan())
+    assert a.verdict == "publishable_with_quarantines"
+    assert a.counts()["rejected"] == 2  # incomplete trials are rejected by the gate too
+
+
+def test_probe_lanes_never_count_as_excluded() -> None:
+    rs = [
+        make_review("t1"),
+        make_review("t2"),
+        make_review("t1", harness="oracle", model=None, outcome="oracle", training_ready=False),
+    ]
+    a, *_ = _run(rs, _plan())
+    assert a.verdict == "publishable"

@@ -1,0 +1,158 @@
+"""The coverage picture (well-formed SVG) and the Markdown report, on built and real data."""
+
+from __future__ import annotations
+
+import base64
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bf_assets.dataset.common import trial_key
+from bf_assets.dataset.coverage import Coverage, compute_coverage
+from bf_assets.dataset.parity import sandbox_parity
+from bf_assets.dataset.picture import COLORS, DUPLICATE_COLOR, coverage_svg, svg_data_uri
+from bf_assets.dataset.plan import parse_plan
+from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
+from bf_assets.dataset.release import assess_release, export_candidates
+from bf_assets.dataset.report import render_report
+from bf_assets.dataset.samples import make_review
+from bf_assets.review import TrialReview, review_roots
+
+SVG = "{http://www.w3.org/2000/svg}"
+SECTIONS = ["## Blockers", "## Coverage", "## Evidence", "## Residual risk", "## Verdict"]
+
+
+def _mixed() -> tuple[list[TrialReview], Coverage]:
+    plan = parse_plan(
+        {
+            "name": "demo <&> release",
+            "source": {"resolved_sha": "aaaaaaaa"},
+            "min_coverage": 0.5,
+            "matrix": [
+                {
+                    "tasks": ["t1", "t2"],
+                    "harnesses": ["codex"],
+                    "models": ["openai/gpt-5", "anthropic/claude-sonnet-4-5-" + "x" * 60],
+                    "skill_modes": ["with-skill", "no-skill"],
+                    "sandboxes": ["docker"],
+                    "trials": 2,
+                    "required": True,
+                }
+            ],
+        }
+    )
+    src = "r@aaaaaaaa"
+    reviews = [
+        make_review("t1", source_ref=src, started_at="2026-06-01T01:00:00"),
+        make_review("t1", source_ref=src, started_at="2026-06-01T02:00:00"),
+        make_review("t1", source_ref=src, started_at="2026-06-01T03:00:00"),
+        make_review("t1", skill_mode="no-skill", source_ref="r@bbbbbbbb"),
+        make_review("t2", outcome="unhealthy", checks=["GATE_LLM_MISSING"], source_ref=src),
+        make_review("t2", harness="gemini-cli", source_ref=src),
+        make_review("t2", harness="nop", model=None, outcome="pass"),
+    ]
+    return reviews, compute_coverage(reviews, plan, oracle_rewards={"t1": [1.0]})
+
+
+def test_svg_is_well_formed_and_shows_every_state() -> None:
+    _, cov = _mixed()
+    svg = coverage_svg(cov)
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    assert int(root.get("width", "0")) > 200 and int(root.get("height", "0")) > 100
+    fills = {el.get("fill") for el in root.iter(f"{SVG}rect")}
+    for state in ("healthy", "stale", "unhealthy", "missing"):
+        assert COLORS[state] in fills, state
+    assert any(el.get("fill") == DUPLICATE_COLOR for el in root.iter(f"{SVG}circle"))
+    assert any("stroke-dasharray" in el.attrib for el in root.iter(f"{SVG}rect"))  # unplanned
+    texts = " ".join("".join(el.itertext()) for el in root.iter(f"{SVG}text"))
+    assert "t1  ·  with-skill" in texts and "demo <&> release" in texts
+    assert "…" in texts  # a long model name is shortened, in the middle
+    assert any("rotate(" in (el.get("transform") or "") for el in root.iter(f"{SVG}text"))
+    for word in ("healthy", "stale", "unhealthy", "missing", "superseded", "unplanned"):
+        assert word in texts
+
+
+def test_svg_of_nothing_is_still_well_formed() -> None:
+    cov = compute_coverage([])
+    root = ET.fromstring(coverage_svg(cov))
+    assert root.tag == f"{SVG}svg"
+
+
+def test_data_uri_round_trips() -> None:
+    _, cov = _mixed()
+    svg = coverage_svg(cov)
+    uri = svg_data_uri(svg)
+    assert uri.startswith("data:image/svg+xml;base64,")
+    assert base64.b64decode(uri.split(",", 1)[1]).decode() == svg
+
+
+def _report(
+    reviews: list[TrialReview], cov: Coverage, entries: Sequence[QuarantineEntry] = ()
+) -> Any:
+    applied = apply_quarantine(reviews, entries)
+    verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
+    pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
+    a = assess_release(pairs, cov, len(export_candidates(pairs, cov)))
+    md = render_report(
+        reviews,
+        cov,
+        sandbox_parity(reviews),
+        applied,
+        a.verdict,
+        ["/runs/jobs"],
+        "bf-assets review /runs/jobs --plan plan.yaml",
+        assessment=a,
+        entries=list(entries),
+    )
+    return md, a
+
+
+def test_report_sections_in_order_with_picture() -> None:
+    reviews, cov = _mixed()
+    entry = QuarantineEntry(
+        "2026-06-01__00-00-00/nothing__here", "release", "typo", "me", "2026-06-02"
+    )
+    md, a = _report(reviews, cov, [entry])
+    positions = [md.index(s) for s in SECTIONS]
+    assert positions == sorted(positions)
+    assert md.count("\n## ") == len(SECTIONS)  # nothing after the verdict section
+    assert "data:image/svg+xml;base64," in md
+    assert "COVERAGE_UNHEALTHY" in md and "TASK_NOOP_PASSED" in md
+    assert "GATE_LLM_MISSING" in md
+    assert "bf-assets review /runs/jobs --plan plan.yaml" in md
+    assert "Sandbox network policy" in md and "Verifier process isolation" in md
+    assert "No oracle lane for 1 task(s) (t2)" in md
+    assert "nothing__here" in md  # an unmatched quarantine entry is listed
+    verdict_part = md[md.index("## Verdict") :]
+    assert f"**{a.verdict}**" in verdict_part
+    assert a.verdict == "not_publishable"
+
+
+def test_report_without_blockers() -> None:
+    reviews = [make_review("t1"), make_review("t2")]
+    cov = compute_coverage(reviews)
+    md, a = _report(reviews, cov)
+    assert "No blockers." in md and a.verdict == "publishable"
+    assert "No experiment plan" in md
+
+
+def test_real_harbor_adaptive_cruise_control_matrix(shared_dir: Path, tmp_path: Path) -> None:
+    reviews = review_roots([shared_dir / "fixtures" / "harbor-real"]).trials
+    acc = [r for r in reviews if r.identity.task_id == "adaptive-cruise-control"]
+    assert len(acc) == 10
+    assert len({(r.identity.harness, r.identity.model) for r in acc}) >= 4
+    assert {r.identity.skill_mode for r in acc} == {"with-skill", "no-skill"}
+    cov = compute_coverage(acc)
+    assert cov.summary["model_trials"] == 10
+    assert cov.summary["expected"] + cov.summary["superseded"] == 10
+    svg = coverage_svg(cov)
+    root = ET.fromstring(svg)
+    labels = " ".join("".join(el.itertext()) for el in root.iter(f"{SVG}text"))
+    assert "adaptive-cruise-control  ·  no-skill" in labels
+    assert "adaptive-cruise-control  ·  with-skill" in labels
+    (tmp_path / "acc.svg").write_text(svg)
+    md, a = _report(reviews, compute_coverage(reviews))
+    assert [md.index(s) for s in SECTIONS] == sorted(md.index(s) for s in SECTIONS)
+    assert a.verdict == "not_publishable"  # Harbor trials never carry trajectories
