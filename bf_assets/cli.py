@@ -134,7 +134,12 @@ def _review(args: argparse.Namespace) -> int:
         quarantine_path=args.quarantine,
         workers=args.workers,
     )
-    report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
+    from bf_assets.dataset import PlanError, QuarantineError
+
+    try:
+        report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
+    except (PlanError, QuarantineError) as exc:
+        raise _UsageError(str(exc)) from exc
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
         sys.stdout.buffer.write(b"\n")

@@ -54,6 +54,7 @@ class TrialReview:
     findings: list[Finding]
     files: list[FileEntry] = field(default_factory=list)
     skills: dict[str, Any] = field(default_factory=dict)
+    reward: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         ident = self.identity
@@ -73,6 +74,7 @@ class TrialReview:
                 "training_ready": self.training_ready,
                 "verdict": self.verdict,
                 "attribution": self.attribution,
+                "reward": self.reward,
                 "skills": self.skills,
                 "findings": [f.to_dict() for f in self.findings],
             }
@@ -97,6 +99,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             attribution=c.attribution,
             findings=gate.findings,
             files=data.files,
+            reward=gate.view.reward,
         )
     ctx = AuditContext(tasks_dir=Path(opts.tasks_dir) if opts.tasks_dir else None)
     audit = audit_trial(
@@ -120,6 +123,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         findings=findings,
         files=data.files,
         skills=audit.skills,
+        reward=gate.view.reward,
     )
 
 
@@ -176,6 +180,7 @@ class ReviewReport:
     trials: list[TrialReview]
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
+    dataset: Any = None  # bf_assets.dataset.assemble.DatasetReview
 
     def to_json(self) -> dict[str, Any]:
         return {"trials": [t.to_json() for t in self.trials], "summary": self.summary}
@@ -225,9 +230,17 @@ def review_roots(
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
 ) -> ReviewReport:
+    from bf_assets.dataset.assemble import assemble  # the dataset layer builds on this module
+
+    opts = options or ReviewOptions()
     disc = discover(roots)
-    trials = review_refs(disc.trials, options, progress)
-    return ReviewReport([str(r) for r in roots], trials, disc.skipped, summarize(trials))
+    trials = review_refs(disc.trials, opts, progress)
+    ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
+    summary = summarize(ds.trials)
+    summary.update(ds.summary())
+    report = ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary)
+    report.dataset = ds
+    return report
 
 
 def release_verdict(trials: Iterable[TrialReview]) -> str:

@@ -1,0 +1,140 @@
+"""One call from per-trial reviews to the dataset review: coverage findings merged into each
+trial, manual quarantine applied, sandbox parity, the release verdict and the report.
+
+The CLI (``bf-assets review``) and the ``review_report`` asset both go through here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bf_assets.contract import Outcome
+from bf_assets.dataset.common import TrialKey, trial_key
+from bf_assets.dataset.coverage import Coverage, compute_coverage
+from bf_assets.dataset.parity import ParityReport, sandbox_parity
+from bf_assets.dataset.plan import Plan, load_plan
+from bf_assets.dataset.quarantine import (
+    QuarantineEntry,
+    apply_quarantine,
+    effective_verdicts,
+    load_quarantine,
+)
+from bf_assets.dataset.release import ReleaseAssessment, assess_release, export_candidates
+from bf_assets.dataset.report import render_report
+from bf_assets.findings import sort_findings
+from bf_assets.review import TrialReview
+
+NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
+
+
+@dataclass(slots=True)
+class DatasetReview:
+    trials: list[TrialReview]
+    coverage: Coverage
+    parity: ParityReport
+    quarantine: dict[TrialKey, QuarantineEntry]
+    entries: list[QuarantineEntry]
+    assessment: ReleaseAssessment
+    release_verdict: str
+    exports: list[TrialKey] = field(default_factory=list)
+    plan: Plan | None = None
+
+    def summary(self) -> dict[str, Any]:
+        cov = self.coverage
+        return {
+            "coverage": {
+                **cov.summary,
+                "coverage_ratio": cov.coverage_ratio,
+                "below_floor": cov.below_floor,
+            },
+            "quarantine_entries": len(self.entries),
+            "exported": len(self.exports),
+            "release_verdict": self.release_verdict,
+            "release_reasons": [
+                r.text() if callable(r.text) else r.text for r in self.assessment.decisive()
+            ],
+        }
+
+
+def probe_rewards(
+    reviews: Sequence[TrialReview],
+) -> tuple[dict[str, list[float | None]], dict[str, list[float | None]]]:
+    """Oracle and no-op lane rewards per task (the build-time leak probes of checks.md)."""
+    oracle: dict[str, list[float | None]] = defaultdict(list)
+    noop: dict[str, list[float | None]] = defaultdict(list)
+    for r in reviews:
+        task = r.identity.task_id
+        if not task:
+            continue
+        if r.outcome == Outcome.ORACLE:
+            oracle[task].append(r.reward)
+        elif (r.identity.harness or "") in NOOP_HARNESSES:
+            noop[task].append(r.reward)
+    return dict(oracle), dict(noop)
+
+
+def assemble(
+    reviews: Sequence[TrialReview],
+    *,
+    plan_path: str | None = None,
+    quarantine_path: str | None = None,
+) -> DatasetReview:
+    """Coverage, quarantine and release verdict over reviewed trials (raises PlanError /
+    QuarantineError for a bad plan or quarantine file)."""
+    plan = load_plan(plan_path) if plan_path else None
+    entries = load_quarantine(quarantine_path) if quarantine_path else []
+    oracle, noop = probe_rewards(reviews)
+    cov = compute_coverage(reviews, plan, oracle_rewards=oracle, noop_rewards=noop)
+    applied = apply_quarantine(reviews, entries)
+    verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
+    merged = []
+    for r in reviews:
+        key = trial_key(r)
+        extra = cov.trial_findings.get(key, [])
+        merged.append(
+            replace(r, findings=sort_findings([*r.findings, *extra]), verdict=verdicts[key])
+        )
+    pairs = [(r, r.verdict) for r in merged]
+    exports = export_candidates(pairs, cov)
+    assessment = assess_release(pairs, cov, len(exports))
+    return DatasetReview(
+        trials=merged,
+        coverage=cov,
+        parity=sandbox_parity(merged),
+        quarantine=dict(applied),
+        entries=list(entries),
+        assessment=assessment,
+        release_verdict=assessment.verdict,
+        exports=exports,
+        plan=plan,
+    )
+
+
+def report_markdown(
+    ds: DatasetReview,
+    roots: Sequence[str],
+    *,
+    plan_path: str | None = None,
+    quarantine_path: str | None = None,
+) -> str:
+    cmd = ["bf-assets", "review", *roots]
+    if plan_path:
+        cmd += ["--plan", plan_path]
+    if quarantine_path:
+        cmd += ["--quarantine", quarantine_path]
+    return render_report(
+        ds.trials,
+        ds.coverage,
+        ds.parity,
+        ds.quarantine,
+        ds.release_verdict,
+        list(roots),
+        " ".join(shlex.quote(c) for c in cmd),
+        verdicts={trial_key(r): r.verdict for r in ds.trials},
+        assessment=ds.assessment,
+        entries=ds.entries,
+    )
