@@ -1,8 +1,10 @@
 """The Dagster code location of bf-assets (``[tool.dagster] module_name``).
 
-Resources: ``run_roots`` (``$BF_RUN_ROOTS`` or ``data/runs/jobs``) and ``parquet_io_manager``
+Resources: ``run_roots`` (``$BF_RUN_ROOTS`` or ``data/runs/jobs``), ``parquet_io_manager``
 on ``$BF_WAREHOUSE`` (a local path or an fsspec URL) or ``data/warehouse`` under the repo
-root.  Both environment variables are read when this module is imported.
+root, and ``publish_target`` (``$BF_PUBLISH_DIR`` or ``data/published``, ``$BF_STAGING_DIR``
+or ``<warehouse>/staging``, ``$BF_HUB_REPO`` for the Hub; the token only from ``HF_TOKEN``).  The
+environment variables are read when this module is imported.
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ import os
 
 import dagster as dg
 
+from bf_assets.defs.checks import publish_gate
+from bf_assets.defs.curate import curated_rollouts
 from bf_assets.defs.executors import select_executor
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
-from bf_assets.defs.jobs import ingest_job
+from bf_assets.defs.jobs import ingest_job, release_job
+from bf_assets.defs.publish import PublishTarget, published_dataset
 from bf_assets.defs.resources import REPO_ROOT, RunRoots
+from bf_assets.defs.review import coverage, review_report, sandbox_parity
+from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
 
 WAREHOUSE_ENV = "BF_WAREHOUSE"
@@ -25,13 +32,34 @@ def warehouse_dir() -> str:
     return os.environ.get(WAREHOUSE_ENV) or str(REPO_ROOT / "data" / "warehouse")
 
 
-defs = dg.Definitions(
-    assets=[raw_trials, validated_trials],
-    jobs=[ingest_job],
-    sensors=[new_job_dirs],
-    executor=select_executor(),
-    resources={
-        "run_roots": RunRoots(),
-        "parquet_io_manager": ParquetIOManager(base_dir=warehouse_dir()),
-    },
-)
+def build_defs(
+    *,
+    run_roots: RunRoots | None = None,
+    publish_target: PublishTarget | None = None,
+    warehouse: str | None = None,
+) -> dg.Definitions:
+    """The code location with explicit resources (``bf-assets release`` builds its own)."""
+    return dg.Definitions(
+        assets=[
+            raw_trials,
+            validated_trials,
+            coverage,
+            sandbox_parity,
+            review_report,
+            curated_rollouts,
+            published_dataset,
+        ],
+        asset_checks=[*publish_gate],
+        jobs=[ingest_job, release_job],
+        schedules=[release_schedule],
+        sensors=[new_job_dirs],
+        executor=select_executor(),
+        resources={
+            "run_roots": run_roots or RunRoots(),
+            "publish_target": publish_target or PublishTarget(),
+            "parquet_io_manager": ParquetIOManager(base_dir=warehouse or warehouse_dir()),
+        },
+    )
+
+
+defs = build_defs()

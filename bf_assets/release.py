@@ -1,9 +1,13 @@
 """``bf-assets release``: run the release build through Dagster on any run roots.
 
 Uses the project-local instance (``.dagster_home`` under the repo, SQLite, telemetry off)
-unless ``DAGSTER_HOME`` is set.  Registers one partition per job directory, materializes the
-graph for each, and writes the review report (Markdown and JSON) plus the trial tables.
-The curation and publish stages join this build as they land; it runs what exists.
+unless ``DAGSTER_HOME`` is set.  Registers one partition per job directory and runs
+``ingest_job`` for each, writes the review report (Markdown and JSON), then runs
+``release_job`` on the same instance: ``curated_rollouts`` → the blocking publish checks →
+``published_dataset`` (local folder, and the Hub when ``--hub-repo`` is given).
+
+Outcome: ``published`` (exit 0), ``blocked`` by the publish gate (exit 3), ``error`` (exit 2:
+an ingest or publish step failed).
 """
 
 from __future__ import annotations
@@ -11,8 +15,9 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pandas as pd
@@ -22,6 +27,7 @@ from bf_assets.ingest.discovery import discover_jobs
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUNS = REPO_ROOT / "data" / "runs" / "jobs"
 DEFAULT_OUT = REPO_ROOT / "data" / "published"
+PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
 
 
 @dataclass(slots=True)
@@ -32,6 +38,12 @@ class ReleaseResult:
     out_dir: Path
     verdict: str
     failed_partitions: list[str]
+    status: str = ERROR
+    failed_checks: list[str] = field(default_factory=list)
+    tag: str | None = None
+    hub_url: str | None = None
+    hub_commit: str | None = None
+    message: str = ""
 
 
 def ensure_instance_home() -> Path:
@@ -44,21 +56,78 @@ def ensure_instance_home() -> Path:
     if not cfg.exists():
         shutil.copyfile(REPO_ROOT / "dagster.yaml", cfg)
     os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     return Path(home)
 
 
-def run_release(runs: Sequence[str], out_dir: str | None = None) -> ReleaseResult:
+def _value(v: Any) -> Any:
+    return getattr(v, "value", v)
+
+
+def _release_outcome(res: Any) -> dict[str, Any]:
+    """Status, failed checks, verdict and publish metadata of a ``release_job`` run."""
+    evals = res.get_asset_check_evaluations()
+    failed = sorted(e.check_name for e in evals if not e.passed)
+    verdicts = [_value(e.metadata.get("release_verdict")) for e in evals]
+    out: dict[str, Any] = {"failed_checks": failed, "verdict": next(filter(None, verdicts), None)}
+    for ev in res.get_asset_materialization_events():
+        mat = ev.materialization
+        meta = {k: _value(v) for k, v in mat.metadata.items()}
+        if mat.asset_key.to_user_string() == "curated_rollouts":
+            out["verdict"] = out["verdict"] or meta.get("release_verdict")
+            out["tag"] = meta.get("tag")
+        if mat.asset_key.to_user_string() == "published_dataset":
+            out["published"] = True
+            out["verdict"] = meta.get("release_verdict") or out["verdict"]
+            out["hub_url"] = meta.get("hub_repo")
+            out["hub_commit"] = meta.get("hub_commit")
+    failures = [
+        str(getattr(e.event_specific_data, "error", "") or e.message or "")
+        for e in res.all_events
+        if e.is_step_failure and e.step_key and "published_dataset" in e.step_key
+    ]
+    if out.get("published"):
+        out["status"] = PUBLISHED
+    elif failed or any("refusing to publish" in f for f in failures):
+        out["status"] = BLOCKED
+    else:
+        out["status"] = ERROR
+    out["message"] = "; ".join(f.splitlines()[0] for f in failures if f)[:500]
+    return out
+
+
+def run_release(
+    runs: Sequence[str],
+    out_dir: str | None = None,
+    hub_repo: str | None = None,
+    *,
+    tasks: str | None = None,
+    plan: str | None = None,
+    quarantine: str | None = None,
+    staging_dir: str | None = None,
+) -> ReleaseResult:
     roots = [str(Path(r).resolve()) for r in runs] or [str(DEFAULT_RUNS)]
     os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
     import dagster as dg
 
-    from bf_assets.definitions import defs
+    from bf_assets.definitions import build_defs
     from bf_assets.defs.partitions import job_partitions
+    from bf_assets.defs.publish import PublishTarget
+    from bf_assets.defs.resources import RunRoots
     from bf_assets.reporting import write_report
 
     out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)
+    target_cfg: dict[str, Any] = {"out_dir": str(out), "hub_repo": hub_repo}
+    if staging_dir:
+        target_cfg["staging_dir"] = staging_dir
+    defs = build_defs(
+        run_roots=RunRoots(
+            roots=roots, tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine
+        ),
+        publish_target=PublishTarget(**target_cfg),
+    )
     instance = dg.DagsterInstance.get()
     jobs = discover_jobs(roots)
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
@@ -79,10 +148,33 @@ def run_release(runs: Sequence[str], out_dir: str | None = None) -> ReleaseResul
     vdf = pd.concat(validated, ignore_index=True) if validated else pd.DataFrame()
     fdf = pd.concat(findings, ignore_index=True) if findings else pd.DataFrame()
     md, js, verdict = write_report(vdf, fdf, roots=roots, out_dir=out / "report")
-    return ReleaseResult(not failed, md, js, out, verdict, failed)
+    result = ReleaseResult(False, md, js, out, verdict, failed)
+    if failed:
+        result.message = f"ingest failed for job(s): {', '.join(failed)}"
+        return result
+    res = defs.resolve_job_def("release_job").execute_in_process(
+        instance=instance, raise_on_error=False, tags={"release": "local"}
+    )
+    outcome = _release_outcome(res)
+    result.status = outcome["status"]
+    result.ok = result.status == PUBLISHED
+    result.verdict = outcome.get("verdict") or verdict
+    result.failed_checks = outcome["failed_checks"]
+    result.tag = outcome.get("tag")
+    result.hub_url = outcome.get("hub_url")
+    result.hub_commit = outcome.get("hub_commit")
+    result.message = outcome["message"]
+    return result
 
 
 def summary_line(r: ReleaseResult) -> str:
     return orjson.dumps(
-        {"verdict": r.verdict, "dataset": str(r.out_dir), "report": str(r.report_md)}
+        {
+            "status": r.status,
+            "verdict": r.verdict,
+            "dataset": str(r.out_dir),
+            "report": str(r.report_md),
+            "tag": r.tag,
+            "hub": r.hub_url,
+        }
     ).decode()

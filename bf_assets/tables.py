@@ -6,6 +6,7 @@ Parquet schema never drifts between batches.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import orjson
@@ -50,6 +51,9 @@ VALIDATED_COLUMNS = [
     "n_findings",
     "checks",
     "findings",
+    "root",
+    "reward",
+    "skills",
 ]
 FINDING_COLUMNS = [*TRIAL_KEY, "check", "severity", "message", "file", "line", "evidence"]
 
@@ -109,6 +113,9 @@ def validated_row(t: TrialReview) -> dict[str, object]:
         n_findings=len(t.findings),
         checks=",".join(sorted({f.check for f in t.findings})),
         findings=_dumps([f.to_dict() for f in t.findings]),
+        root=t.ref.root,
+        reward=t.reward,
+        skills=_dumps(t.skills),
     )
     return row
 
@@ -170,3 +177,117 @@ def raw_frame(refs: Sequence[TrialRef], limits: ReadLimits = DEFAULT_LIMITS) -> 
         read = [f.to_dict() for check in FILE_CHECKS for f in check(data)]
         rows.append(raw_row(data, read))
     return frame(rows, RAW_COLUMNS)
+
+
+# --------------------------------------------------------------------------- audits
+
+SKILL_COLUMNS = [
+    *TRIAL_KEY,
+    "task_id",
+    "harness",
+    "skill_mode",
+    "catalog_status",
+    "catalog_source",
+    "skill_count",
+    "skills",
+    "catalog_sha256",
+    "expected_task_skills",
+    "loaded_task_skills",
+    "missing_task_skills",
+    "task_skills_loading",
+    "status",
+    "manual_review_required",
+]
+AUDIT_PREFIXES = ("SKILL_", "NOSKILL_", "HACK_", "VERIFIER_", "ATTR_", "PATH_", "PROVENANCE_")
+
+
+def skill_row(t: TrialReview) -> dict[str, object]:
+    sk = t.skills or {}
+    loading = sk.get("task_skills_loading")
+    return {
+        **_key(t.ref),
+        "task_id": t.identity.task_id,
+        "harness": sk.get("harness") or t.identity.harness,
+        "skill_mode": sk.get("skill_mode") or t.identity.skill_mode,
+        "catalog_status": sk.get("catalog_status"),
+        "catalog_source": sk.get("catalog_source"),
+        "skill_count": sk.get("skill_count"),
+        "skills": _dumps(sk.get("skills") or []),
+        "catalog_sha256": sk.get("catalog_sha256"),
+        "expected_task_skills": _dumps(sk.get("expected_task_skills") or []),
+        "loaded_task_skills": _dumps(sk.get("loaded_task_skills") or []),
+        "missing_task_skills": _dumps(sk.get("missing_task_skills") or []),
+        "task_skills_loading": loading if isinstance(loading, int) else None,
+        "status": sk.get("status"),
+        "manual_review_required": sk.get("manual_review_required"),
+    }
+
+
+def audit_frames(reviews: Sequence[TrialReview]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(skill_audit, trial_audits)``: the skills block per trial, and the audit findings."""
+    skills = frame([skill_row(t) for t in reviews], SKILL_COLUMNS)
+    for col in ("skill_count", "task_skills_loading"):
+        skills[col] = skills[col].astype("Int64")
+    audits = frame(
+        [r for t in reviews for r in finding_rows(t) if str(r["check"]).startswith(AUDIT_PREFIXES)],
+        FINDING_COLUMNS,
+    )
+    return skills, audits
+
+
+def _cell_value(rec: dict[str, object], k: str) -> object:
+    v = rec.get(k)
+    return None if v is None or (isinstance(v, float) and v != v) or v is pd.NA else v
+
+
+def reviews_from_frame(df: pd.DataFrame) -> list[TrialReview]:
+    """Rebuild reviews from ``validated_trials`` rows (what the dataset-level assets need)."""
+    from bf_assets.findings import Finding
+    from bf_assets.ingest.identity import Identity
+
+    out: list[TrialReview] = []
+    for rec in df.to_dict(orient="records"):
+        val = functools.partial(_cell_value, rec)
+
+        job = str(val("job") or "")
+        rel = str(val("path") or "")
+        ref = TrialRef(
+            root=str(val("root") or ""),
+            path=str(val("root") or "") + "/" + rel,
+            rel_path=rel,
+            job_key=job,
+            job=job.rsplit("/", 1)[-1],
+            rollout=str(val("rollout") or ""),
+            layout=str(val("layout") or "unknown"),
+        )
+        ti = val("trial_index")
+        ident = Identity(
+            task_id=val("task_id"),  # type: ignore[arg-type]
+            harness=val("harness"),  # type: ignore[arg-type]
+            model=val("model"),  # type: ignore[arg-type]
+            skill_mode=val("skill_mode"),  # type: ignore[arg-type]
+            sandbox=val("sandbox"),  # type: ignore[arg-type]
+            trial_index=int(ti) if ti is not None else None,  # type: ignore[call-overload]
+            job=ref.job,
+            rollout=ref.rollout,
+            source_ref=val("source_ref"),  # type: ignore[arg-type]
+            task_digest=val("task_digest"),  # type: ignore[arg-type]
+            started_at=val("started_at"),  # type: ignore[arg-type]
+        )
+        reward = val("reward")
+        out.append(
+            TrialReview(
+                ref=ref,
+                identity=ident,
+                layout=ref.layout,
+                outcome=str(val("outcome")),
+                healthy=bool(val("healthy")),
+                training_ready=bool(val("training_ready")),
+                verdict=str(val("verdict")),
+                attribution=str(val("attribution")),
+                findings=[Finding.from_dict(d) for d in orjson.loads(str(val("findings") or "[]"))],
+                skills=orjson.loads(str(val("skills") or "{}")),
+                reward=float(reward) if reward is not None else None,  # type: ignore[arg-type]
+            )
+        )
+    return out

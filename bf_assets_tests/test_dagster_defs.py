@@ -60,6 +60,8 @@ def test_definitions_load() -> None:
         dg.AssetKey("raw_trials"),
         dg.AssetKey("validated_trials"),
         dg.AssetKey("findings"),
+        dg.AssetKey("skill_audit"),
+        dg.AssetKey("trial_audits"),
     }
     assert job.partitions_def == job_partitions
     sensor = defs.resolve_sensor_def("new_job_dirs")
@@ -73,9 +75,14 @@ def test_asset_graph_shape() -> None:
     raw = graph.get(dg.AssetKey("raw_trials"))
     assert raw.group_name == "ingest"
     assert raw.partitions_def == job_partitions
-    for key in ("validated_trials", "findings"):
+    for key, group in (
+        ("validated_trials", "gate"),
+        ("findings", "gate"),
+        ("skill_audit", "audit"),
+        ("trial_audits", "audit"),
+    ):
         node = graph.get(dg.AssetKey(key))
-        assert node.group_name == "gate"
+        assert node.group_name == group
         assert node.partitions_def == job_partitions
         assert node.parent_keys == {dg.AssetKey("raw_trials")}
 

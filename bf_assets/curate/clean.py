@@ -6,8 +6,9 @@ deep step never hits Python's recursion limit.  :func:`clean_value` does, in ord
 1. drop every banned key (``contract.BANNED_MESSAGE_KEYS`` plus verifier-only keys) at any
    depth, and replace the value of host-path keys (``rollout_dir``, ``effective_skills_dir``,
    …) with ``<HOST_PATH>``;
-2. redact secrets with :func:`bf_assets.redact.redact_value`, repeated until a pass changes
-   nothing (at most 16 passes; never settling is an error);
+2. redact secrets with the patterns of :mod:`bf_assets.redact` (``redact_text``; values under
+   secret-named keys are masked whatever they hold), repeated until a pass changes nothing
+   (at most 16 passes; never settling is an error);
 3. rewrite absolute host paths inside strings to placeholders.
 
 The counts of everything done are kept in a :class:`CleanStats` for the card and manifest.
@@ -15,6 +16,7 @@ The counts of everything done are kept in a :class:`CleanStats` for the card and
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
-from bf_assets.redact import redact_value
+from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
 
 # Verifier-only or gold content that must never reach a training row, beyond the contract's
 # banned keys.
@@ -54,6 +56,22 @@ HOST_PATH_KEYS = frozenset(
     }
 )
 HOST_PATH_PLACEHOLDER = "<HOST_PATH>"
+# What the card and manifest report for removed keys: a category, never the key name itself
+# (a banned name must not appear in any published byte, not even as a count label).
+_REASONING = frozenset({"reasoning_content", "thinking_blocks", "private_reasoning"})
+_PROVIDER = frozenset({"provider_specific_fields", "function_call"})
+
+
+def banned_category(key: str) -> str:
+    if key in _REASONING:
+        return "private reasoning"
+    if key in _PROVIDER:
+        return "provider-specific fields"
+    if key in VERIFIER_KEYS:
+        return "verifier output"
+    return "gold or verifier data"
+
+
 MAX_REDACTION_PASSES = 16
 
 _B = r"(?<![\w/.~<>-])"  # a path starts at a boundary (not inside a relative path or a word)
@@ -76,7 +94,7 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
 class CleanStats:
     redactions: Counter[str] = field(default_factory=Counter)  # per secret kind
     host_paths: Counter[str] = field(default_factory=Counter)  # per placeholder
-    banned_keys: Counter[str] = field(default_factory=Counter)  # per key name
+    banned_keys: Counter[str] = field(default_factory=Counter)  # per category of key
 
     def add(self, other: CleanStats) -> None:
         self.redactions.update(other.redactions)
@@ -91,11 +109,16 @@ class CleanStats:
     def n_host_paths(self) -> int:
         return sum(self.host_paths.values())
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
+    def to_dict(self) -> dict[str, list[dict[str, Any]]]:
+        """``{what: [{kind, count}, ...]}``: kinds are values, never keys (a banned key name
+        must not appear as a key of a published document)."""
         return {
-            "redactions": dict(sorted(self.redactions.items())),
-            "host_paths": dict(sorted(self.host_paths.items())),
-            "banned_keys": dict(sorted(self.banned_keys.items())),
+            what: [{"kind": k, "count": n} for k, n in sorted(counter.items())]
+            for what, counter in (
+                ("redactions", self.redactions),
+                ("host_paths", self.host_paths),
+                ("banned_keys", self.banned_keys),
+            )
         }
 
 
@@ -112,8 +135,10 @@ def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
     return out
 
 
-def _walk(value: Any, on_key: Callable[[str, Any], tuple[bool, Any]], on_str: Callable[[str], str]) -> Any:
-    """Copy ``value``; ``on_key(k, v)`` → ``(keep, replacement-or-sentinel)``; strings mapped."""
+def _walk(
+    value: Any, on_key: Callable[[str, Any], tuple[bool, Any]], on_str: Callable[[str], str]
+) -> Any:
+    """Copy ``value``; ``on_key(k, v)`` → ``(keep, replacement or _KEEP)``; strings mapped."""
     if isinstance(value, str):
         return on_str(value)
     if not isinstance(value, dict | list):
@@ -148,50 +173,97 @@ def _walk(value: Any, on_key: Callable[[str, Any], tuple[bool, Any]], on_str: Ca
 
 
 _KEEP = object()
+_MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
+CACHE_MIN_CHARS = 256  # shorter strings are cleaned directly
+CACHE_MAX_ENTRIES = 100_000
 
 
 def _is_abs_path(v: Any) -> bool:
     return isinstance(v, str) and (v.startswith(("/", "~")) or bool(re.match(r"[A-Za-z]:\\", v)))
 
 
-def drop_banned_keys(value: Any, stats: CleanStats | None = None) -> Any:
-    def on_key(k: str, v: Any) -> tuple[bool, Any]:
-        if k in BANNED_KEYS:
-            if stats is not None:
-                stats.banned_keys[k] += 1
-            return False, None
-        if k in HOST_PATH_KEYS and _is_abs_path(v):
-            if stats is not None:
-                stats.host_paths[HOST_PATH_PLACEHOLDER] += 1
-            return True, HOST_PATH_PLACEHOLDER
-        return True, _KEEP
-
-    return _walk(value, on_key, lambda s: s)
+def text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
-    """Redact until a pass changes nothing; raise :class:`CleaningError` if it never settles.
-
-    Settling is judged by the value, not by the pass's counts: a placeholder under a
-    secret-named key is counted again by every pass although nothing changes.
-    """
-    counts: Counter[str] = Counter()
-    out = redact_value(value, counts)
-    if stats is not None:
-        stats.redactions.update(counts)
+def redact_text_stable(text: str, counts: Counter[str]) -> str:
+    """Redact one string until a pass changes nothing (unchanged strings take one pass)."""
+    out = redact_text(text, counts)
+    if out == text:
+        return out
     for _ in range(MAX_REDACTION_PASSES - 1):
-        counts = Counter()
-        again = redact_value(out, counts)
+        more: Counter[str] = Counter()
+        again = redact_text(out, more)
         if again == out:
             return out
-        if stats is not None:
-            stats.redactions.update(counts)
+        counts.update(more)
         out = again
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
 
+class Cleaner:
+    """Cleans values for one trial, with a cache of cleaned strings.
+
+    A long trial repeats its history in every step's prompt, so the same tool output is seen
+    many times: each distinct string is redacted and path-stripped once, and the counts of
+    the cached result are replayed for every occurrence.
+    """
+
+    def __init__(self, stats: CleanStats | None = None) -> None:
+        self.stats = stats if stats is not None else CleanStats()
+        self._cache: dict[bytes, tuple[str, Counter[str], Counter[str]]] = {}
+
+    def _clean_text(self, text: str) -> tuple[str, Counter[str], Counter[str]]:
+        red: Counter[str] = Counter()
+        out = redact_text_stable(text, red)
+        paths = CleanStats()
+        out = strip_host_paths(out, paths)
+        return out, red, paths.host_paths
+
+    def text(self, text: str) -> str:
+        if len(text) < CACHE_MIN_CHARS:
+            out, red, paths = self._clean_text(text)
+        else:
+            key = text_key(text)
+            hit = self._cache.get(key)
+            if hit is None:
+                if len(self._cache) >= CACHE_MAX_ENTRIES:
+                    self._cache.clear()
+                hit = self._cache[key] = self._clean_text(text)
+            out, red, paths = hit
+        self.stats.redactions.update(red)
+        self.stats.host_paths.update(paths)
+        return out
+
+    def _on_key(self, k: str, v: Any) -> tuple[bool, Any]:
+        if k in BANNED_KEYS:
+            self.stats.banned_keys[banned_category(k)] += 1
+            return False, None
+        if k in HOST_PATH_KEYS and _is_abs_path(v):
+            self.stats.host_paths[HOST_PATH_PLACEHOLDER] += 1
+            return True, HOST_PATH_PLACEHOLDER
+        if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v:
+            if v.startswith(_MARKERS):
+                return True, v
+            self.stats.redactions["secret_field"] += 1
+            return True, PLACEHOLDER.format(kind="secret_field")
+        return True, _KEEP
+
+    def value(self, value: Any) -> Any:
+        """Banned keys dropped, secret-named fields masked, every string redacted to
+        stability and stripped of host paths."""
+        return _walk(value, self._on_key, self.text)
+
+
 def clean_value(value: Any, stats: CleanStats | None = None) -> Any:
-    """Banned keys dropped, secrets redacted to stability, host paths replaced."""
-    out = drop_banned_keys(value, stats)
-    out = redact_stable(out, stats)
-    return _walk(out, lambda k, v: (True, _KEEP), lambda s: strip_host_paths(s, stats))
+    """:meth:`Cleaner.value` with a fresh cache."""
+    return Cleaner(stats).value(value)
+
+
+def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
+    """Only the redaction part of :func:`clean_value` (no key or path rules)."""
+    counts: Counter[str] = Counter()
+    out = _walk(value, lambda k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts))
+    if stats is not None:
+        stats.redactions.update(counts)
+    return out

@@ -111,9 +111,7 @@ ROLLOUTS: tuple[Column, ...] = (
     *_SLOT,
     Column("job", pa.string(), "string", "Job directory (the Dagster partition key)."),
     Column("rollout", pa.string(), "string", "Trial directory name inside the job."),
-    Column(
-        "source_ref", pa.string(), "string", "Task source ref the trial ran against.", True
-    ),
+    Column("source_ref", pa.string(), "string", "Task source ref the trial ran against.", True),
     Column("task_digest", pa.string(), "string", "Digest of the task definition.", True),
     Column("started_at", pa.string(), "string", "Trial start as recorded by the harness.", True),
     Column("finished_at", pa.string(), "string", "Trial end as recorded by the harness.", True),

@@ -108,7 +108,7 @@ class Candidate:
             verdict=t.verdict,
             attribution=t.attribution,
             findings=[f.to_dict() for f in t.findings],
-            files=[(f.path, f.sha256) for f in t.files],
+            files=_complete_hashes(t),
         )
 
     @classmethod
@@ -157,6 +157,23 @@ class Candidate:
                 if isinstance(f, dict) and "path" in f
             ],
         )
+
+
+def _complete_hashes(t: TrialReview) -> list[tuple[str, str | None]]:
+    """The review's inventory with the hashes the scan did not compute filled in from disk
+    (``raw_trials`` hashes every file; both paths must give the same ``rollout_id``)."""
+    from pathlib import Path
+
+    from bf_assets.ingest.readers import hash_file
+
+    out: list[tuple[str, str | None]] = []
+    for f in t.files:
+        sha = f.sha256
+        if sha is None and f.issue is None:
+            stats, _ = hash_file(Path(t.ref.path) / f.path, Path(t.ref.root))
+            sha = stats.sha256 if stats is not None else None
+        out.append((f.path, sha))
+    return out
 
 
 def _is_na(v: Any) -> bool:

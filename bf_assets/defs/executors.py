@@ -8,6 +8,9 @@
 ``in_process``            ``dg.in_process_executor``: every step in the run worker process
 ``celery``                ``dagster_celery.celery_executor``: each step is a Celery task picked
                           up by a ``dagster-celery`` worker (see ``deploy/README.md``)
+``k8s``                   ``dagster_k8s.k8s_job_executor``: each step is a Kubernetes Job
+                          (needs ``dagster-k8s``; tune per run with ``max_concurrent``,
+                          ``step_k8s_config``…)
 ========================  ===================================================================
 
 For ``celery`` the broker is ``$BF_CELERY_BROKER`` (default ``redis://127.0.0.1:6379/0``) and
@@ -16,9 +19,10 @@ executor's config, so a run can still override them, or pass ``config_source`` (
 ``{"task_default_queue": "gpu"}``) and ``include`` in ``execution: config:``.
 
 Steps of one run land on different machines only if every process sees the same instance
-(PostgreSQL, not SQLite) and the same warehouse (``$BF_WAREHOUSE=s3://…``): see
-``deploy/README.md``.  ``dagster-celery`` is an optional dependency (the ``test`` extra
-installs it); it is imported only when ``celery`` is selected.
+(PostgreSQL, not SQLite), the same warehouse (``$BF_WAREHOUSE=s3://…``) and the run roots (a
+shared volume), and runs with the same ``BF_*`` environment: see ``deploy/README.md``.
+``dagster-celery`` (in the ``test`` extra) and ``dagster-k8s`` (in no extra) are optional and
+imported only when selected.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ EXECUTOR_ENV = "BF_EXECUTOR"
 CELERY_BROKER_ENV = "BF_CELERY_BROKER"
 CELERY_BACKEND_ENV = "BF_CELERY_BACKEND"
 DEFAULT_CELERY_BROKER = "redis://127.0.0.1:6379/0"
-EXECUTORS = ("multiprocess", "in_process", "celery")
+EXECUTORS = ("multiprocess", "in_process", "celery", "k8s")
 
 
 def celery_urls() -> tuple[str, str]:
@@ -48,7 +52,7 @@ def celery_executor_def() -> dg.ExecutorDefinition:
     defaults; ``include`` and ``config_source`` stay settable per run."""
     try:
         from dagster_celery import celery_executor
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise ImportError(
             f"{EXECUTOR_ENV}=celery needs dagster-celery: pip install 'dagster-celery[redis]' "
             "(the version that goes with dagster, e.g. 0.29.27 for dagster 1.13.27)"
@@ -74,6 +78,19 @@ def celery_executor_def() -> dg.ExecutorDefinition:
     return celery_executor.configured(to_celery_config, config_schema=schema)
 
 
+def k8s_executor_def() -> dg.ExecutorDefinition:
+    """``dagster_k8s.k8s_job_executor`` (one Kubernetes Job per step), unconfigured: its settings
+    go in the run config or the job's ``dagster-k8s/config`` tag."""
+    try:
+        from dagster_k8s import k8s_job_executor
+    except ImportError as exc:
+        raise ImportError(
+            f"{EXECUTOR_ENV}=k8s needs dagster-k8s: pip install dagster-k8s "
+            "(the version that goes with dagster, e.g. 0.29.27 for dagster 1.13.27)"
+        ) from exc
+    return k8s_job_executor
+
+
 def select_executor(name: str | None = None) -> dg.ExecutorDefinition:
     """The executor named by ``name``, else ``$BF_EXECUTOR``, else ``multiprocess``."""
     choice = (name if name is not None else os.environ.get(EXECUTOR_ENV, "")).strip().lower()
@@ -84,6 +101,8 @@ def select_executor(name: str | None = None) -> dg.ExecutorDefinition:
         return dg.in_process_executor
     if choice == "celery":
         return celery_executor_def()
+    if choice == "k8s":
+        return k8s_executor_def()
     raise ValueError(
         f"{EXECUTOR_ENV}={choice!r} is not one of {', '.join(EXECUTORS)} (default multiprocess)"
     )

@@ -15,7 +15,7 @@ from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
 from bf_assets.ingest.discovery import trials_of_job
 from bf_assets.review import review_refs, summarize
-from bf_assets.tables import raw_frame, validated_frames
+from bf_assets.tables import audit_frames, raw_frame, validated_frames
 
 PARQUET_IO = "parquet_io_manager"
 PREVIEW_ROWS = 10
@@ -93,18 +93,44 @@ def raw_trials(context: dg.AssetExecutionContext, run_roots: RunRoots) -> dg.Out
             io_manager_key=PARQUET_IO,
             group_name="gate",
             kinds={"pandas", "parquet"},
-            description="One row per gate finding of the job's trials.",
+            description="One row per finding (gate and audits) of the job's trials.",
+        ),
+        "skill_audit": dg.AssetOut(
+            io_manager_key=PARQUET_IO,
+            group_name="audit",
+            kinds={"pandas", "parquet"},
+            description=(
+                "One row per trial: the harness's startup skill catalog, expected task skills "
+                "and task_skills_loading."
+            ),
+        ),
+        "trial_audits": dg.AssetOut(
+            io_manager_key=PARQUET_IO,
+            group_name="audit",
+            kinds={"pandas", "parquet"},
+            description=(
+                "One row per audit finding: skills, no-skill leakage, reward hacking, verifier "
+                "isolation, attribution, paths and provenance."
+            ),
         ),
     },
 )
 def validated_trials(
     context: dg.AssetExecutionContext, run_roots: RunRoots, raw_trials: pd.DataFrame
-) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame]]:
-    """Review every trial of the job and return the validated table and its findings."""
+) -> tuple[
+    dg.Output[pd.DataFrame],
+    dg.Output[pd.DataFrame],
+    dg.Output[pd.DataFrame],
+    dg.Output[pd.DataFrame],
+]:
+    """Review every trial of the job (the gate, then every audit: one pass over each trial's
+    files) and return the validated table, its findings, the skill audit and the audit
+    findings."""
     refs = trials_of_job(run_roots.roots, context.partition_key)
     reviews = review_refs(refs, run_roots.review_options())
     summary = summarize(reviews)
     validated, findings = validated_frames(reviews)
+    skills, audits = audit_frames(reviews)
     if len(raw_trials) != len(validated):
         context.log.warning(
             f"raw_trials has {len(raw_trials)} rows but {len(validated)} trials were reviewed: "
@@ -124,7 +150,21 @@ def validated_trials(
         "dagster/row_count": dg.MetadataValue.int(len(findings)),
         "by_severity": dg.MetadataValue.json(_counts(summary["findings_by_severity"], Severity)),
     }
+    loading = skills["task_skills_loading"].value_counts(dropna=False).to_dict()
+    skills_meta = {
+        "dagster/row_count": dg.MetadataValue.int(len(skills)),
+        "task_skills_loading": dg.MetadataValue.json({str(k): int(v) for k, v in loading.items()}),
+        "by_status": dg.MetadataValue.json(
+            _counts(skills["status"].fillna("none").value_counts().to_dict())
+        ),
+    }
+    audits_meta = {
+        "dagster/row_count": dg.MetadataValue.int(len(audits)),
+        "by_check": dg.MetadataValue.md(_checks_table(audits)),
+    }
     return (
         dg.Output(validated, output_name="validated_trials", metadata=validated_meta),
         dg.Output(findings, output_name="findings", metadata=findings_meta),
+        dg.Output(skills, output_name="skill_audit", metadata=skills_meta),
+        dg.Output(audits, output_name="trial_audits", metadata=audits_meta),
     )

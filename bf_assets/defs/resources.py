@@ -13,6 +13,17 @@ from bf_assets.review import ReviewOptions
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUN_ROOT = REPO_ROOT / "data" / "runs" / "jobs"
 RUN_ROOTS_ENV = "BF_RUN_ROOTS"
+TASKS_ENV, PLAN_ENV, QUARANTINE_ENV = "BF_TASKS_DIR", "BF_PLAN", "BF_QUARANTINE"
+DEFAULT_TASKS_DIR = REPO_ROOT / "data" / "runs" / "tasks"
+
+
+def default_tasks_dir() -> str | None:
+    """``$BF_TASKS_DIR``, else the sample's task tree when the default run root is in use."""
+    if os.environ.get(TASKS_ENV):
+        return os.environ[TASKS_ENV]
+    if not os.environ.get(RUN_ROOTS_ENV) and DEFAULT_TASKS_DIR.is_dir():
+        return str(DEFAULT_TASKS_DIR)
+    return None
 
 
 def default_run_roots() -> list[str]:
@@ -36,10 +47,17 @@ class RunRoots(dg.ConfigurableResource):
         ),
     )
     tasks_dir: str | None = Field(
-        default=None, description="Directory of task definitions (instruction, skills)."
+        default_factory=default_tasks_dir,
+        description=f"Directory of task definitions (instruction, skills). Default: ${TASKS_ENV}.",
     )
-    plan_path: str | None = Field(default=None, description="Experiment plan (plan.yaml).")
-    quarantine_path: str | None = Field(default=None, description="Quarantine list file.")
+    plan_path: str | None = Field(
+        default_factory=lambda: os.environ.get(PLAN_ENV) or None,
+        description=f"Experiment plan (plan.yaml). Default: ${PLAN_ENV}.",
+    )
+    quarantine_path: str | None = Field(
+        default_factory=lambda: os.environ.get(QUARANTINE_ENV) or None,
+        description=f"Quarantine registry (quarantine.yaml). Default: ${QUARANTINE_ENV}.",
+    )
 
     def existing_roots(self) -> list[str]:
         """The configured roots that are directories right now."""

@@ -1,0 +1,321 @@
+"""Building one export row from a trial's ``results.jsonl``.
+
+The row is streamed (:func:`bf_assets.ingest.rowstream.read_rows`): each trajectory step
+is cleaned, normalised and serialized as it arrives, so a 140 MB one-line row never exists
+twice in memory as Python objects.  Raw provider bodies (``trajectory[].response``) are
+dropped; only ``response_meta {id, model, finish_reason, usage}`` is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bf_assets.curate.clean import Cleaner, CleanStats
+from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE
+from bf_assets.curate.select import Candidate
+from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
+from bf_assets.ingest.rowstream import read_rows
+from bf_assets.review import TrialReview
+
+ROWS_FILE = "results.jsonl"
+LLM_FILE = "trajectory/llm_trajectory.jsonl"
+ACP_FILE = "trajectory/acp_trajectory.jsonl"
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+StepSink = Callable[[int, dict[str, Any]], None]
+
+
+class CurationError(Exception):
+    """The trial cannot be turned into an export row (it is excluded with this reason)."""
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def content_text(content: Any) -> str:
+    """Message content as a string: text parts joined, anything else as its JSON text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text")
+        for p in content
+    ):
+        return "\n".join(str(p.get("text") or "") for p in content)
+    return orjson.dumps(content).decode()
+
+
+def _arguments(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    if args is None:
+        return "{}"
+    return orjson.dumps(args).decode()
+
+
+def norm_tool_call(tc: Any) -> dict[str, Any]:
+    if not isinstance(tc, dict):
+        return {"id": "", "type": "function", "function": {"name": "", "arguments": "{}"}}
+    fn = tc.get("function")
+    if isinstance(fn, dict):
+        name, args = fn.get("name"), fn.get("arguments")
+    else:  # the flat verifiers-v1 form {id, type, name, arguments}
+        name, args = tc.get("name"), tc.get("arguments")
+    return {
+        "id": str(tc.get("id") or ""),
+        "type": str(tc.get("type") or "function"),
+        "function": {"name": str(name or ""), "arguments": _arguments(args)},
+    }
+
+
+def norm_message(m: Any) -> dict[str, Any]:
+    """An OpenAI chat message with exactly the published keys (``schema.MESSAGE``)."""
+    if not isinstance(m, dict):
+        return {"role": "", "content": content_text(m), **dict.fromkeys(MESSAGE_KEYS[2:])}
+    calls = m.get("tool_calls")
+    return {
+        "role": str(m.get("role") or ""),
+        "content": content_text(m.get("content")),
+        "tool_calls": [norm_tool_call(tc) for tc in calls]
+        if isinstance(calls, list) and calls
+        else None,
+        "tool_call_id": str(m["tool_call_id"]) if m.get("tool_call_id") is not None else None,
+        "name": str(m["name"]) if isinstance(m.get("name"), str) else None,
+    }
+
+
+def norm_messages(msgs: Any) -> list[dict[str, Any]]:
+    return [norm_message(m) for m in msgs] if isinstance(msgs, list) else []
+
+
+def count_tool_calls(msgs: list[dict[str, Any]]) -> int:
+    return sum(len(m.get("tool_calls") or []) for m in msgs if m.get("role") == "assistant")
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def _response_meta(resp: Any) -> dict[str, Any] | None:
+    if not isinstance(resp, dict):
+        return None
+    choices = resp.get("choices")
+    finish = None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        finish = choices[0].get("finish_reason")
+    finish = finish or resp.get("stop_reason") or resp.get("status")
+    usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else None
+    return {
+        "id": resp.get("id"),
+        "model": resp.get("model"),
+        "finish_reason": finish,
+        "usage": usage,
+    }
+
+
+def clean_step(step: Any, cleaner: Cleaner | None = None) -> dict[str, Any]:
+    """A trajectory step without its raw response body, cleaned and normalised."""
+    if not isinstance(step, dict):
+        raise CurationError("a trajectory step is not an object")
+    out: dict[str, Any] = {}
+    for k, v in step.items():
+        if k == "response":
+            out["response_meta"] = _response_meta(v)
+        else:
+            out[k] = v
+    out = (cleaner or Cleaner()).value(out)
+    out["prompt"] = norm_messages(out.get("prompt"))
+    out["completion"] = norm_messages(out.get("completion"))
+    return out
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def token_usage(raw: Any) -> dict[str, int | None]:
+    d = raw if isinstance(raw, dict) else {}
+    out: dict[str, int | None] = {}
+    for f in TOKEN_USAGE:
+        v = _num(d.get(f.name))
+        out[f.name] = None if v is None else int(round(v))
+    if out["total_tokens"] is None and None not in (out["input_tokens"], out["output_tokens"]):
+        out["total_tokens"] = int(out["input_tokens"] or 0) + int(out["output_tokens"] or 0)
+    return out
+
+
+def timing(raw: Any) -> dict[str, float | None]:
+    d = raw if isinstance(raw, dict) else {}
+    return {name: _num(d.get(name)) for name in TIMING_FIELDS}
+
+
+# --------------------------------------------------------------------------- the row
+
+
+def _candidate(review: TrialReview | Candidate) -> Candidate:
+    return review if isinstance(review, Candidate) else Candidate.from_review(review)
+
+
+def build_row(
+    trial_dir: str | Path,
+    review: TrialReview | Candidate,
+    *,
+    stats: CleanStats | None = None,
+    on_step: StepSink | None = None,
+    limits: ReadLimits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
+    """The ``rollouts`` export row of one trial (see ``bf_assets.curate.schema.ROLLOUTS``).
+
+    ``stats`` accumulates what cleaning did; ``on_step(i, step)`` receives every cleaned
+    step (the ``trl_sft`` projection uses it).  Raises :class:`CurationError` when the
+    trial's row cannot be read or changed since it was reviewed.
+    """
+    cand = _candidate(review)
+    tdir = Path(trial_dir)
+    root = Path(cand.root) if cand.root else tdir
+    row_stats = CleanStats()
+    cleaner = Cleaner(row_stats)  # one cache per trial: its steps repeat the same history
+    chunks: list[bytes] = []
+    last: dict[str, Any] = {}
+    n_calls = 0
+
+    def take(i: int, raw: Any) -> None:
+        nonlocal last, n_calls
+        step = clean_step(raw, cleaner)
+        chunks.append(orjson.dumps(step))
+        n_calls += count_tool_calls(step["completion"])
+        last = step
+        if on_step is not None:
+            on_step(i, step)
+
+    read = read_rows(tdir / ROWS_FILE, root, take, limits)
+    if not read.present:
+        raise CurationError(f"{ROWS_FILE} is missing")
+    problems = [i.message for i in read.issues] + [i.message for r in read.rows for i in r.issues]
+    if problems or len(read.rows) != 1 or not isinstance(read.rows[0].top, dict):
+        raise CurationError(f"{ROWS_FILE} is not exactly one readable row: {'; '.join(problems)}")
+    known = cand.file_sha(ROWS_FILE)
+    if known is not None and known != read.stats.sha256:
+        raise CurationError(f"{ROWS_FILE} changed since the trial was reviewed")
+    top = read.rows[0].top
+    if not read.rows[0].trajectory_is_list:
+        raise CurationError("the row's trajectory is not a list")
+    info = top.get("info") if isinstance(top.get("info"), dict) else {}
+    result = read_document(tdir / "result.json", root, limits).value
+    result = result if isinstance(result, dict) else {}
+
+    body = cleaner.value(
+        {
+            "prompt": top.get("prompt"),
+            "completion": top.get("completion"),
+            "tools": top.get("tool_defs") or top.get("tools") or [],
+            "metrics": top.get("metrics") if isinstance(top.get("metrics"), dict) else {},
+            "stop_condition": top.get("stop_condition"),
+            "finished_at": result.get("finished_at"),
+            "timing": top.get("timing") or result.get("timing"),
+            "ident": {
+                "slot": list(cand.slot),
+                "job": cand.job,
+                "rollout": cand.rollout,
+                "source_ref": cand.source_ref,
+                "task_digest": cand.task_digest,
+                "started_at": cand.started_at,
+            },
+        },
+    )
+    prompt = norm_messages(body["prompt"])
+    completion = norm_messages(body["completion"])
+    messages = (last["prompt"] + last["completion"]) if last else prompt + completion
+    ident = body["ident"]
+    slot = ident["slot"]
+    findings = sorted({str(f.get("check")) for f in cand.findings if f.get("check")})
+    reward = _num(top.get("reward"))
+    if reward is None:
+        reward = _num(top.get("score"))
+    row: dict[str, Any] = {
+        "rollout_id": cand.rollout_id,
+        "task_id": slot[0],
+        "harness": slot[1],
+        "model": slot[2],
+        "skill_mode": slot[3],
+        "sandbox": slot[4],
+        "trial_index": slot[5],
+        "job": ident["job"],
+        "rollout": ident["rollout"],
+        "source_ref": ident["source_ref"],
+        "task_digest": ident["task_digest"],
+        "started_at": ident["started_at"],
+        "finished_at": body["finished_at"] if isinstance(body["finished_at"], str) else None,
+        "outcome": cand.outcome,
+        "reward": reward,
+        "metrics": orjson.dumps(body["metrics"]).decode(),
+        "token_usage": token_usage(top.get("token_usage")),
+        "timing": timing(body["timing"]),
+        "training_ready": bool(info.get("training_ready")) and cand.training_ready,
+        "stop_condition": body["stop_condition"],
+        "prompt": prompt,
+        "completion": completion,
+        "messages": messages,
+        "tools": orjson.dumps(body["tools"]).decode(),
+        "trajectory": (b"[" + b",".join(chunks) + b"]").decode(),
+        "n_steps": len(chunks),
+        "n_tool_calls": n_calls,
+        "review_verdict": cand.verdict,
+        "attribution": cand.attribution,
+        "n_findings": len(cand.findings),
+        "finding_checks": findings,
+        "results_sha256": read.stats.sha256,
+        "llm_trajectory_sha256": cand.file_sha(LLM_FILE),
+        "acp_trajectory_sha256": cand.file_sha(ACP_FILE),
+        "n_redactions": row_stats.n_redactions,
+        "n_host_paths": row_stats.n_host_paths,
+    }
+    if stats is not None:
+        stats.add(row_stats)
+    return row
+
+
+# --------------------------------------------------------------------------- projections
+
+
+def prime_sft_row(row: dict[str, Any]) -> dict[str, Any]:
+    """Prime-RL / verifiers SFT: the whole conversation plus its tools."""
+    keys = (
+        "rollout_id",
+        "task_id",
+        "harness",
+        "model",
+        "skill_mode",
+        "reward",
+        "messages",
+        "tools",
+    )
+    return {k: row[k] for k in keys}
+
+
+def trl_sft_rows(row: dict[str, Any], steps: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """TRL SFT exchange mode: one row per step whose completion is one assistant message."""
+    base = {
+        k: row[k] for k in ("rollout_id", "task_id", "harness", "model", "skill_mode", "reward")
+    }
+    for i, step in enumerate(steps):
+        completion = [m for m in step["completion"] if m.get("role") == "assistant"]
+        if len(completion) != 1 or not step["prompt"]:
+            continue
+        yield {
+            **base,
+            "exchange_index": i,
+            "prompt": step["prompt"],
+            "completion": completion,
+            "tools": row["tools"],
+        }

@@ -1,0 +1,250 @@
+"""The ``PUBLISH_*`` checks on cleaned export rows and on any text that gets published.
+
+``scan_row`` never trusts the cleaning step: it walks every key and string of the row (JSON
+string columns parsed) and reports what survived.  Evidence never carries the secret or the
+path itself, only where and what kind.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Verdict
+from bf_assets.curate.clean import (
+    BANNED_KEYS,
+    CACHE_MAX_ENTRIES,
+    CACHE_MIN_CHARS,
+    HOST_PATH_KEYS,
+    HOST_PATH_RULES,
+    text_key,
+)
+from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
+from bf_assets.findings import Finding, finding
+from bf_assets.ingest.messages import ROLES, check_messages, tool_names
+from bf_assets.redact import find_secrets, is_secret_key
+
+SECRET = "PUBLISH_SECRET"
+HOST_PATH = "PUBLISH_HOST_PATH"
+BANNED_KEY = "PUBLISH_BANNED_KEY"
+SCHEMA = "PUBLISH_SCHEMA"
+NOT_READY = "PUBLISH_NOT_READY"
+PUBLISH_CHECKS = (SECRET, HOST_PATH, BANNED_KEY, SCHEMA, NOT_READY)
+
+_SHA = re.compile(r"^sha256:[0-9a-f]{64}$")
+_JSON_COLUMNS = ("json_list", "json_object")
+_MESSAGE_KEYS = frozenset(f.name for f in MESSAGE)
+MAX_PER_CHECK = 20  # findings per check and row: enough to act on, never a flood
+
+
+def _is_marker(v: str) -> bool:
+    return v.startswith(("[REDACTED", "***REDACTED", "<XXX-benchflow")) or v == "<HOST_PATH>"
+
+
+def walk(value: Any) -> Iterator[tuple[str | None, Any]]:
+    """Every ``(key, value)`` pair of a parsed JSON value (key ``None`` for list items)."""
+    stack: list[tuple[str | None, Any]] = [(None, value)]
+    while stack:
+        key, v = stack.pop()
+        yield key, v
+        if isinstance(v, dict):
+            stack.extend(v.items())
+        elif isinstance(v, list):
+            stack.extend((None, x) for x in v)
+
+
+def host_paths_in(text: str) -> list[str]:
+    """Placeholder names of the host-path rules that match ``text``."""
+    return [ph for pattern, ph in HOST_PATH_RULES if pattern.search(text)]
+
+
+TextCache = dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]]
+
+
+def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(secret kinds, host-path placeholders)`` found in ``text``, cached by content."""
+    if cache is None or len(text) < CACHE_MIN_CHARS:
+        return tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text))
+    key = text_key(text)
+    hit = cache.get(key)
+    if hit is None:
+        if len(cache) >= CACHE_MAX_ENTRIES:
+            cache.clear()
+        hit = cache[key] = (tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text)))
+    return hit
+
+
+def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[Finding]:
+    """Secrets, host paths and banned keys anywhere in a parsed value.  ``cache`` (shared by
+    the caller across rows) lets text repeated across steps, rows and configs be scanned once."""
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(check: str, message: str, evidence: str) -> None:
+        if (check, evidence) in seen or sum(f.check == check for f in out) >= MAX_PER_CHECK:
+            return
+        seen.add((check, evidence))
+        out.append(finding(check, message, file=where, evidence=evidence))
+
+    for key, v in walk(value):
+        if key is not None:
+            if key in BANNED_KEYS:
+                add(BANNED_KEY, f"banned key {key!r} in {where}", key)
+            if key in HOST_PATH_KEYS and isinstance(v, str) and v.startswith(("/", "~")):
+                add(HOST_PATH, f"host path under {key!r} in {where}", key)
+            if is_secret_key(key) and isinstance(v, str) and v and not _is_marker(v):
+                add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
+        if isinstance(v, str) and v:
+            kinds, paths = _text_hits(v, cache)
+            for kind in kinds:
+                add(SECRET, f"a {kind} survives in {where}", kind)
+            for ph in paths:
+                add(HOST_PATH, f"an absolute host path ({ph}) survives in {where}", ph)
+    return out
+
+
+def scan_text(text: str, where: str) -> list[Finding]:
+    """Secrets and host paths in a published text file (card, manifest)."""
+    return scan_value(text, where)
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def _msg_problems(msgs: Any, col: str) -> list[str]:
+    if not isinstance(msgs, list):
+        return [f"{col} is not a list of messages"]
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or set(m) - _MESSAGE_KEYS:
+            out.append(f"{col}[{i}] has keys outside {sorted(_MESSAGE_KEYS)}")
+            continue
+        if m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+            out.append(f"{col}[{i}] has an invalid role or non-string content")
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if not isinstance(fn, dict) or not isinstance(fn.get("arguments"), str):
+                out.append(f"{col}[{i}] has a tool call without string arguments")
+            elif tc.get("type") != "function" or not tc.get("id"):
+                out.append(f"{col}[{i}] has a tool call without id or type 'function'")
+    return out
+
+
+def _value_problems(col: Column, v: Any, row: dict[str, Any]) -> list[str]:
+    name, kind = col.name, col.kind
+    if v is None:
+        return [] if col.nullable else [f"{name} is null"]
+    if kind in ("string", "outcome", "verdict") and not isinstance(v, str):
+        return [f"{name} is not a string"]
+    if kind == "sha256" and not (isinstance(v, str) and _SHA.match(v)):
+        return [f"{name} is not sha256:<64 hex>"]
+    if kind == "int" and (isinstance(v, bool) or not isinstance(v, int)):
+        return [f"{name} is not an integer"]
+    if kind == "float" and (
+        isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+    ):
+        return [f"{name} is not a finite number"]
+    if kind == "true" and v is not True:
+        return [f"{name} is not true"]
+    if kind == "outcome" and v not in {o.value for o in HEALTHY_OUTCOMES}:
+        return [f"{name} {v!r} is not a healthy outcome"]
+    if kind == "verdict" and v not in {x.value for x in Verdict}:
+        return [f"{name} {v!r} is not a verdict"]
+    if kind == "string_list" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+        return [f"{name} is not a list of strings"]
+    if kind in ("token_usage", "timing"):
+        names = [f.name for f in TOKEN_USAGE] if kind == "token_usage" else list(TIMING_FIELDS)
+        want = int if kind == "token_usage" else float
+        if not isinstance(v, dict) or set(v) != set(names):
+            return [f"{name} does not have the fields {names}"]
+        if any(x is not None and not isinstance(x, want) for x in v.values()):
+            return [f"{name} has a value that is not {want.__name__}"]
+    if kind in _JSON_COLUMNS:
+        try:
+            parsed = orjson.loads(v) if isinstance(v, str) else None
+        except orjson.JSONDecodeError:
+            parsed = None
+        if not isinstance(parsed, list if kind == "json_list" else dict):
+            return [f"{name} is not a JSON {'list' if kind == 'json_list' else 'object'} string"]
+    if kind == "messages":
+        problems = _msg_problems(v, name)
+        if problems:
+            return problems
+        if name != "prompt" or "completion" not in row:
+            defined = tool_names(row.get("tools")) if isinstance(row.get("tools"), str) else None
+            found = check_messages(
+                v if name != "completion" else (row.get("prompt") or []) + v,
+                where=name,
+                defined_tools=defined,
+                require_assistant=name != "prompt",
+                check_tooldefs=defined is not None,
+            )
+            return [p.message for p in found]
+    return []
+
+
+def schema_problems(row: dict[str, Any], config: str) -> list[str]:
+    cols = CONFIGS[config]
+    names = [c.name for c in cols]
+    out = []
+    missing = [n for n in names if n not in row]
+    extra = sorted(set(row) - set(names))
+    if missing:
+        out.append(f"missing columns {missing}")
+    if extra:
+        out.append(f"unexpected columns {extra}")
+    for c in cols:
+        if c.name in row:
+            out.extend(_value_problems(c, row[c.name], row))
+    if config == "trl_sft" and isinstance(row.get("completion"), list):
+        roles = [m.get("role") for m in row["completion"] if isinstance(m, dict)]
+        if roles != ["assistant"]:
+            out.append("completion is not exactly one assistant message")
+    return out
+
+
+def not_ready_problems(row: dict[str, Any]) -> list[str]:
+    """Row-level readiness (the ``rollouts`` config carries the review fields)."""
+    out = []
+    if row.get("training_ready") is not True:
+        out.append("the trial is not training-ready")
+    if row.get("review_verdict") != Verdict.PUBLISHABLE:
+        out.append(f"the trial's verdict is {row.get('review_verdict')!r}, not publishable")
+    outcome = row.get("outcome")
+    if outcome == Outcome.ORACLE or outcome not in {o.value for o in HEALTHY_OUTCOMES}:
+        out.append(f"outcome {outcome!r} is not a healthy model outcome")
+    return out
+
+
+def scan_row(
+    row: dict[str, Any],
+    config: str = "rollouts",
+    where: str | None = None,
+    cache: TextCache | None = None,
+) -> list[Finding]:
+    """Every ``PUBLISH_*`` finding of one cleaned export row."""
+    rid = row.get("rollout_id") if isinstance(row.get("rollout_id"), str) else "?"
+    where = where or f"{config} row {rid}"
+    value: dict[str, Any] = {}
+    cols = {c.name: c for c in CONFIGS.get(config, ())}
+    for k, v in row.items():
+        col = cols.get(k)
+        if col is not None and col.kind in _JSON_COLUMNS and isinstance(v, str):
+            try:
+                value[k] = orjson.loads(v)
+                continue
+            except orjson.JSONDecodeError:
+                pass
+        value[k] = v
+    out = scan_value(value, where, cache)
+    out.extend(
+        finding(SCHEMA, f"{where}: {p}", file=where)
+        for p in schema_problems(row, config)[:MAX_PER_CHECK]
+    )
+    if config == "rollouts":
+        out.extend(finding(NOT_READY, f"{where}: {p}", file=where) for p in not_ready_problems(row))
+    return out

@@ -1,0 +1,197 @@
+"""The publish stage: the ``PublishTarget`` resource and the ``published_dataset`` asset.
+
+``published_dataset`` re-verifies the bundle itself (every ``PUBLISH_*`` check and the
+release verdict, ``bf_assets.publish.verify``) before writing anything, so a run that
+selects only this asset, bypassing the blocking checks of ``checks.py``, still refuses bad
+data.  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
+"""
+
+import os
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+from pydantic import Field
+
+from bf_assets.curate.frames import TableCandidates, candidates_from_tables
+from bf_assets.curate.scan import SCHEMA
+from bf_assets.defs.resources import REPO_ROOT, RunRoots
+from bf_assets.findings import finding
+from bf_assets.publish.bundle import BundleOptions
+from bf_assets.publish.manifest import MANIFEST_PATH
+from bf_assets.publish.shards import sha256_file
+from bf_assets.publish.targets import LocalFolderTarget, PublishError, PublishResult
+from bf_assets.publish.verify import GateReport, verify_bundle
+
+PUBLISH_DIR_ENV = "BF_PUBLISH_DIR"
+STAGING_DIR_ENV = "BF_STAGING_DIR"
+HUB_REPO_ENV = "BF_HUB_REPO"
+ALL_PARTITIONS = {"allow_missing_partitions": True}
+
+
+def _env(name: str, default: str | None) -> str | None:
+    return os.environ.get(name) or default
+
+
+def default_staging_dir() -> str:
+    """``$BF_STAGING_DIR``, else ``staging/`` in a local ``$BF_WAREHOUSE``, else
+    ``data/warehouse/staging``: bundles are derived data, like the warehouse tables."""
+    if os.environ.get(STAGING_DIR_ENV):
+        return os.environ[STAGING_DIR_ENV]
+    warehouse = os.environ.get("BF_WAREHOUSE") or str(REPO_ROOT / "data" / "warehouse")
+    if "://" in warehouse and not warehouse.startswith("file://"):
+        return str(REPO_ROOT / "data" / "staging")
+    return str(Path(warehouse.removeprefix("file://")) / "staging")
+
+
+class PublishTarget(dg.ConfigurableResource):
+    """Where releases go: always a local folder, and a Hub dataset repo when ``hub_repo`` is set.
+
+    The Hub token is read from ``HF_TOKEN`` at publish time only; it is never a field here.
+    """
+
+    out_dir: str = Field(
+        default_factory=lambda: _env(PUBLISH_DIR_ENV, str(REPO_ROOT / "data" / "published")),
+        description=f"Local dataset folder (default ${PUBLISH_DIR_ENV} or data/published).",
+    )
+    staging_dir: str = Field(
+        default_factory=default_staging_dir,
+        description="Where curated bundles are built (content-addressed sub-folders; default "
+        f"${STAGING_DIR_ENV} or staging/ in the local warehouse).",
+    )
+    hub_repo: str | None = Field(
+        default_factory=lambda: _env(HUB_REPO_ENV, None),
+        description=f"Hub dataset repo id (default ${HUB_REPO_ENV}); none = local only.",
+    )
+    private: bool = Field(default=True, description="Create the Hub repo private.")
+    endpoint: str | None = Field(default=None, description="Hub endpoint (default the Hub).")
+    license: str = Field(default="other", description="License id for the dataset card.")
+    pretty_name: str = Field(default="Benchflow agent trajectories (bf-assets)")
+    tag_prefix: str = Field(default="release-", description="Release tags: <prefix><digest12>.")
+    hub_max_attempts: int = Field(default=4, description="Attempts per Hub call (429/5xx).")
+    hub_backoff_s: float = Field(default=1.0, description="First retry delay in seconds.")
+
+    def bundle_options(self, plan_path: str | None = None) -> BundleOptions:
+        return BundleOptions(
+            pretty_name=self.pretty_name,
+            license=self.license,
+            repo_id=self.hub_repo,
+            plan_path=plan_path,
+            tag_prefix=self.tag_prefix,
+        )
+
+    def publish(self, bundle_dir: Path, tag: str) -> list[PublishResult]:
+        results = [LocalFolderTarget(self.out_dir).publish(bundle_dir, tag)]
+        if self.hub_repo:
+            from bf_assets.publish.hub import HubTarget
+
+            hub = HubTarget(
+                self.hub_repo,
+                private=self.private,
+                endpoint=self.endpoint,
+                max_attempts=self.hub_max_attempts,
+                backoff_s=self.hub_backoff_s,
+            )
+            results.append(hub.publish(bundle_dir, tag))
+        return results
+
+
+def load_candidates(
+    run_roots: RunRoots,
+    validated: dict[str, pd.DataFrame],
+    raw: dict[str, pd.DataFrame],
+    log: dg.DagsterLogManager | None = None,
+) -> TableCandidates:
+    found = candidates_from_tables(
+        run_roots.existing_roots(),
+        validated,
+        raw,
+        plan_path=run_roots.plan_path,
+        quarantine_path=run_roots.quarantine_path,
+    )
+    if log is not None:
+        for what, items in (
+            ("partitions not under the run roots (ignored)", found.ignored_partitions),
+            ("jobs under the run roots without validated_trials", found.not_ingested),
+            ("trials without a validated row", found.unreviewed),
+            ("validated trials whose directory is gone", found.missing_trials),
+        ):
+            if items:
+                log.warning(f"{what}: {', '.join(items[:20])}")
+    return found
+
+
+def verify_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str, GateReport]:
+    """Locate the bundle of an index table and run every publish check on it."""
+    if index.empty or index["bundle_dir"].nunique() != 1:
+        report = GateReport()
+        report.add(finding(SCHEMA, "curated_rollouts does not point at exactly one bundle"))
+        return Path("."), "", report
+    bundle_dir = Path(str(index["bundle_dir"].iloc[0]))
+    tag = str(index["tag"].iloc[0])
+    report = verify_bundle(bundle_dir, found.candidates, found.dataset_verdict)
+    want = index.loc[index["path"] == MANIFEST_PATH, "sha256"]
+    p = bundle_dir / MANIFEST_PATH
+    if want.empty or not p.is_file() or sha256_file(p) != want.iloc[0]:
+        report.add(finding(SCHEMA, "the bundle's manifest is not the one curated_rollouts wrote"))
+    return bundle_dir, tag, report
+
+
+@dg.asset(
+    ins={
+        "curated_rollouts": dg.AssetIn(),
+        "validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
+        "raw_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
+    },
+    group_name="publish",
+    kinds={"parquet", "huggingface"},
+    pool="hf_hub",
+)
+def published_dataset(
+    context: dg.AssetExecutionContext,
+    run_roots: RunRoots,
+    publish_target: PublishTarget,
+    curated_rollouts: pd.DataFrame,
+    validated_trials: dict[str, pd.DataFrame],
+    raw_trials: dict[str, pd.DataFrame],
+) -> dg.MaterializeResult:
+    """The release: Parquet shards, ``README.md`` card and ``meta/manifest.json`` in the local
+    folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
+    bundle that fails any publish check, whatever ran before it."""
+    found = load_candidates(run_roots, validated_trials, raw_trials)
+    bundle_dir, tag, report = verify_index(curated_rollouts, found)
+    if not report.ok:
+        raise dg.Failure(
+            description=f"refusing to publish: {report.summary()}",
+            metadata={
+                "failed_checks": dg.MetadataValue.json(report.failed),
+                "findings": dg.MetadataValue.json(
+                    [f.to_dict() for c in report.failed for f in report.findings.get(c, [])[:5]]
+                ),
+            },
+        )
+    try:
+        results = publish_target.publish(bundle_dir, tag)
+    except PublishError as exc:
+        raise dg.Failure(description=f"publishing failed: {exc}") from None
+    meta: dict[str, dg.MetadataValue] = {
+        "release_verdict": dg.MetadataValue.text(report.verdict),
+        "tag": dg.MetadataValue.text(tag),
+        "manifest_sha256": dg.MetadataValue.text(results[0].manifest_sha256),
+        "rows": dg.MetadataValue.json(report.rows),
+        "bundle": dg.MetadataValue.path(str(bundle_dir)),
+        "path": dg.MetadataValue.path(results[0].location),
+        "changed": dg.MetadataValue.bool(any(r.changed for r in results)),
+        "targets": dg.MetadataValue.json([r.to_dict() for r in results]),
+    }
+    hub = next((r for r in results if r.target == "hub"), None)
+    if hub is not None:
+        meta["hub_commit"] = dg.MetadataValue.text(hub.commit or "")
+        meta["hub_commit_url"] = dg.MetadataValue.url(hub.commit_url or hub.location)
+        meta["hub_repo"] = dg.MetadataValue.url(hub.location)
+    for r in results:
+        context.log.info(
+            f"published to {r.target} {r.location}: {'changed' if r.changed else 'unchanged'}"
+            + (f", commit {r.commit}" if r.commit else "")
+        )
+    return dg.MaterializeResult(metadata=meta)

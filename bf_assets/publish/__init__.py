@@ -1,0 +1,7 @@
+"""Publish core (no Dagster): deterministic shards, the card, the manifest and the targets.
+
+- :mod:`bf_assets.publish.bundle`: ``build_bundle`` (curate → release folder);
+- :mod:`bf_assets.publish.verify`: ``verify_bundle`` (every ``PUBLISH_*`` check on the files);
+- :mod:`bf_assets.publish.targets`: ``LocalFolderTarget``;
+- :mod:`bf_assets.publish.hub`: ``HubTarget`` (one commit and one tag per release).
+"""

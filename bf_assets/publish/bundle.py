@@ -1,0 +1,266 @@
+"""Building a release bundle: curated shards, the card and the manifest in one folder.
+
+``build_bundle`` selects the exports, builds every row (streamed, in ``rollout_id`` order),
+writes the Parquet shards of each config, renders ``README.md``, writes
+``meta/manifest.json`` and ``meta/checksums.sha256``, then moves the folder to
+``<staging_root>/<release digest[:16]>``.  The folder is content-addressed: identical input
+gives an identical folder, so publishing it again changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bf_assets.contract import ReleaseVerdict
+from bf_assets.curate.clean import CleaningError, CleanStats, clean_value
+from bf_assets.curate.rows import CurationError, build_row, prime_sft_row, trl_sft_rows
+from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG
+from bf_assets.curate.select import (
+    CURATION_ERROR,
+    DUPLICATE,
+    Candidate,
+    Exclusion,
+    exclude,
+    select_exports,
+)
+from bf_assets.publish.card import CardFacts, render_card
+from bf_assets.publish.manifest import (
+    CHECKSUMS_PATH,
+    MANIFEST_PATH,
+    FileRecord,
+    build_manifest,
+    checksums_text,
+    release_digest,
+    source_record,
+)
+from bf_assets.publish.shards import MAX_SHARD_BYTES, ROW_GROUP_ROWS, ShardWriter, sha256_file
+
+CARD_PATH = "README.md"
+KEEP_STAGED = 5
+
+
+@dataclass(slots=True)
+class BundleOptions:
+    configs: tuple[str, ...] = tuple(CONFIGS)
+    split: str = "train"
+    pretty_name: str = "Benchflow agent trajectories (bf-assets)"
+    license: str = "other"
+    repo_id: str | None = None
+    plan_path: str | None = None
+    tag_prefix: str = "release-"
+    row_group_rows: int = ROW_GROUP_ROWS
+    max_shard_bytes: int = MAX_SHARD_BYTES
+    keep_staged: int = KEEP_STAGED
+
+
+@dataclass(slots=True)
+class Bundle:
+    path: Path
+    files: list[FileRecord]  # every published file, manifest and checksums included
+    digest: str
+    tag: str
+    verdict: str
+    rows: dict[str, int]
+    exported: list[tuple[str, str, str]]  # (job, rollout, rollout_id)
+    excluded: list[Exclusion]
+    stats: CleanStats = field(default_factory=CleanStats)
+
+    @property
+    def manifest_sha256(self) -> str:
+        return next(f.sha256 for f in self.files if f.path == MANIFEST_PATH)
+
+
+_VERDICT_RANK = {v.value: i for i, v in enumerate(ReleaseVerdict)}  # worst first
+
+
+def worst_verdict(*verdicts: str | None) -> str:
+    return min((v for v in verdicts if v), key=_VERDICT_RANK.__getitem__)
+
+
+def release_verdict(
+    n_rows: int, n_excluded: int, n_problems: int = 0, dataset_verdict: str | None = None
+) -> str:
+    """checks.md §3 for the export: nothing to export or a failed check → not publishable;
+    the dataset-level verdict (required slots, coverage floor) can only make it worse."""
+    if n_rows == 0 or n_problems:
+        own = ReleaseVerdict.NOT_PUBLISHABLE.value
+    elif n_excluded:
+        own = ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
+    else:
+        own = ReleaseVerdict.PUBLISHABLE.value
+    return worst_verdict(own, dataset_verdict)
+
+
+def _file_record(root: Path, rel: str, **extra: Any) -> FileRecord:
+    p = root / rel
+    return FileRecord(rel, sha256_file(p), p.stat().st_size, **extra)
+
+
+def _plan_sha(path: str | None) -> str | None:
+    if not path or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _collector(into: list[bytes]) -> Callable[[int, dict[str, Any]], None]:
+    """Keep each cleaned step as compact JSON (not as Python objects: a long trial's steps
+    each repeat the whole history) until the trial's row is known to be good."""
+
+    def sink(_: int, step: dict[str, Any]) -> None:
+        into.append(orjson.dumps({"prompt": step["prompt"], "completion": step["completion"]}))
+
+    return sink
+
+
+def _write_rows(
+    tmp: Path, selected: list[Candidate], opts: BundleOptions, stats: CleanStats
+) -> tuple[dict[str, list[Any]], list[dict[str, Any]], list[dict[str, Any]], list[Exclusion]]:
+    writers = {
+        c: ShardWriter(
+            tmp,
+            c,
+            opts.split,
+            row_group_rows=opts.row_group_rows,
+            max_shard_bytes=opts.max_shard_bytes,
+        )
+        for c in opts.configs
+    }
+    sources: list[dict[str, Any]] = []
+    card_rows: list[dict[str, Any]] = []
+    failed: list[Exclusion] = []
+    seen: dict[str, Candidate] = {}
+    for cand in sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout)):
+        rid = cand.rollout_id
+        if rid in seen:
+            first = seen[rid]
+            failed.append(
+                exclude(cand, DUPLICATE, f"same artifacts as {first.job}/{first.rollout}")
+            )
+            continue
+        steps: list[bytes] = []
+        sink = _collector(steps) if "trl_sft" in writers else None
+        try:
+            row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink)
+        except (CurationError, CleaningError, OSError, ValueError) as exc:
+            failed.append(exclude(cand, CURATION_ERROR, str(clean_value(str(exc)))[:300]))
+            continue
+        seen[rid] = cand
+        if "rollouts" in writers:
+            writers["rollouts"].write(row)
+        if "prime_sft" in writers:
+            writers["prime_sft"].write(prime_sft_row(row))
+        if "trl_sft" in writers:
+            for r in trl_sft_rows(row, (orjson.loads(b) for b in steps)):
+                writers["trl_sft"].write(r)
+        sources.append(source_record(cand, rid, row["results_sha256"]))
+        card_rows.append(
+            {k: row[k] for k in ("task_id", "harness", "model", "skill_mode", "outcome")}
+        )
+    shards = {c: w.close() for c, w in writers.items()}
+    return shards, sources, card_rows, failed
+
+
+def build_bundle(
+    candidates: Sequence[Candidate],
+    staging_root: str | Path,
+    options: BundleOptions | None = None,
+    *,
+    not_ingested: Sequence[str] = (),
+    dataset_verdict: str | None = None,
+    dataset_reasons: Sequence[str] = (),
+) -> Bundle:
+    """Curate ``candidates`` into a content-addressed release folder under ``staging_root``."""
+    opts = options or BundleOptions()
+    root = Path(staging_root)
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        selected, excluded = select_exports(candidates)
+        stats = CleanStats()
+        shards, sources, card_rows, failed = _write_rows(tmp, selected, opts, stats)
+        excluded = sorted([*excluded, *failed], key=lambda e: (e.job, e.rollout, e.rel_path))
+        rows = {c: sum(s.rows for s in shards[c]) for c in opts.configs}
+        verdict = release_verdict(
+            rows.get(DEFAULT_CONFIG, len(sources)),
+            len(excluded) + len(not_ingested),
+            dataset_verdict=dataset_verdict,
+        )
+        jobs = sorted({c.job for c in candidates})
+        facts = CardFacts(
+            pretty_name=opts.pretty_name,
+            license=opts.license,
+            verdict=verdict,
+            split=opts.split,
+            configs=rows,
+            rows=card_rows,
+            excluded=excluded,
+            stats=stats,
+            jobs=jobs,
+            source_refs=sorted({s["source_ref"] for s in sources if s.get("source_ref")}),
+            repo_id=opts.repo_id,
+            not_ingested=list(not_ingested),
+            dataset_reasons=list(dataset_reasons) if dataset_verdict == verdict else [],
+        )
+        (tmp / CARD_PATH).write_text(render_card(facts), encoding="utf-8")
+        files = [
+            _file_record(tmp, s.path, config=s.config, split=s.split, rows=s.rows)
+            for c in opts.configs
+            for s in shards[c]
+        ]
+        files.append(_file_record(tmp, CARD_PATH))
+        manifest = build_manifest(
+            verdict=verdict,
+            files=files,
+            configs={c: {opts.split: n} for c, n in rows.items()},
+            sources=sources,
+            excluded=excluded,
+            stats=stats,
+            jobs=jobs,
+            plan_sha256=_plan_sha(opts.plan_path),
+            not_ingested=list(not_ingested),
+            dataset_verdict=dataset_verdict,
+            dataset_reasons=list(dataset_reasons),
+        )
+        (tmp / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / MANIFEST_PATH).write_bytes(manifest)
+        files.append(_file_record(tmp, MANIFEST_PATH))
+        (tmp / CHECKSUMS_PATH).write_bytes(checksums_text((f.path, f.sha256) for f in files))
+        files.append(_file_record(tmp, CHECKSUMS_PATH))
+        digest = release_digest((f.path, f.sha256) for f in files)
+        final = root / digest[:16]
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.replace(final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    _prune(root, keep=opts.keep_staged, current=final)
+    return Bundle(
+        path=final,
+        files=files,
+        digest=digest,
+        tag=f"{opts.tag_prefix}{digest[:12]}",
+        verdict=verdict,
+        rows=rows,
+        exported=[(s["job"], s["rollout"], s["rollout_id"]) for s in sources],
+        excluded=excluded,
+        stats=stats,
+    )
+
+
+def _prune(root: Path, *, keep: int, current: Path) -> None:
+    staged = [
+        p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p != current
+    ]
+    staged.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in staged[max(0, keep - 1) :]:
+        shutil.rmtree(old, ignore_errors=True)

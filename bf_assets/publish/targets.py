@@ -1,0 +1,160 @@
+"""Publish targets: where a verified bundle goes.
+
+A bundle folder (``bf_assets.publish.bundle``) holds ``README.md``, ``data/<config>/…`` and
+``meta/manifest.json`` + ``meta/checksums.sha256``.  Every target publishes the files the
+manifest lists (plus the manifest and checksums), idempotently: publishing an unchanged
+bundle changes nothing, and a target always verifies what it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
+from bf_assets.publish.shards import sha256_file
+
+OWNED_DIRS = ("data", "meta")  # the publisher owns these folders of a target entirely
+CARD = "README.md"
+
+
+class PublishError(RuntimeError):
+    """Publishing failed; the message says why and never contains a token."""
+
+
+@dataclass(slots=True)
+class PublishResult:
+    target: str  # "local" or "hub"
+    location: str  # folder or repo URL
+    changed: bool
+    files: int
+    manifest_sha256: str
+    verified: bool
+    commit: str | None = None
+    commit_url: str | None = None
+    tag: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "location": self.location,
+            "changed": self.changed,
+            "files": self.files,
+            "manifest_sha256": self.manifest_sha256,
+            "verified": self.verified,
+            "commit": self.commit,
+            "commit_url": self.commit_url,
+            "tag": self.tag,
+            "notes": list(self.notes),
+        }
+
+
+class Target(Protocol):
+    def publish(self, bundle_dir: Path, tag: str) -> PublishResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BundleFiles:
+    """The files of a bundle as its manifest lists them: ``{path: (sha256, bytes)}``."""
+
+    root: Path
+    files: dict[str, tuple[str, int]]
+    manifest_sha256: str
+
+    @classmethod
+    def read(cls, bundle_dir: Path) -> BundleFiles:
+        root = Path(bundle_dir)
+        try:
+            doc = orjson.loads((root / MANIFEST_PATH).read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise PublishError(
+                f"bundle {root.name} has no readable {MANIFEST_PATH}: {exc}"
+            ) from exc
+        files = {str(f["path"]): (str(f["sha256"]), int(f["bytes"])) for f in doc["files"]}
+        for extra in (MANIFEST_PATH, CHECKSUMS_PATH):
+            p = root / extra
+            if extra not in files and p.is_file():
+                files[extra] = (sha256_file(p), p.stat().st_size)
+        for rel, (sha, size) in files.items():
+            p = root / rel
+            if not p.is_file() or p.stat().st_size != size or sha256_file(p) != sha:
+                raise PublishError(f"bundle file {rel} does not match its manifest checksum")
+        return cls(root, files, files[MANIFEST_PATH][0])
+
+    def ordered(self) -> list[str]:
+        """Data first, then the card and checksums, the manifest last (the completion mark)."""
+
+        def rank(p: str) -> tuple[int, str]:
+            order = 0 if p.startswith("data/") else 3 if p == MANIFEST_PATH else 1
+            return (order, p)
+
+        return sorted(self.files, key=rank)
+
+
+class LocalFolderTarget:
+    """Publish into a local folder (default ``data/published``).
+
+    The folder's ``README.md``, ``data/`` and ``meta/`` belong to the publisher: files there
+    that the new release does not list are removed; anything else (e.g. ``report/``) is left
+    alone.  Files are written through a temporary name and ``os.replace``; unchanged files
+    are not rewritten; the manifest is written last.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def _stale(self, keep: set[str]) -> list[Path]:
+        out = []
+        for d in OWNED_DIRS:
+            base = self.path / d
+            if base.is_dir():
+                out += [
+                    p
+                    for p in base.rglob("*")
+                    if p.is_file() and p.relative_to(self.path).as_posix() not in keep
+                ]
+        return sorted(out)
+
+    def publish(self, bundle_dir: Path, tag: str | None = None) -> PublishResult:
+        bundle = BundleFiles.read(bundle_dir)
+        self.path.mkdir(parents=True, exist_ok=True)
+        changed = False
+        for rel in bundle.ordered():
+            sha, size = bundle.files[rel]
+            dst = self.path / rel
+            if dst.is_file() and dst.stat().st_size == size and sha256_file(dst) == sha:
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dst.with_name(f".{dst.name}.tmp")
+            shutil.copyfile(bundle.root / rel, tmp)
+            os.replace(tmp, dst)
+            changed = True
+        for stale in self._stale(set(bundle.files)):
+            stale.unlink()
+            changed = True
+        for d in OWNED_DIRS:
+            for sub in (
+                sorted((self.path / d).rglob("*"), reverse=True) if (self.path / d).is_dir() else []
+            ):
+                if sub.is_dir() and not any(sub.iterdir()):
+                    sub.rmdir()
+        for rel, (sha, _) in bundle.files.items():
+            if sha256_file(self.path / rel) != sha:
+                raise PublishError(
+                    f"verification failed: {rel} in {self.path} does not match the manifest"
+                )
+        return PublishResult(
+            target="local",
+            location=str(self.path),
+            changed=changed,
+            files=len(bundle.files),
+            manifest_sha256=bundle.manifest_sha256,
+            verified=True,
+            tag=tag,
+        )

@@ -1,0 +1,244 @@
+"""Release bundles: deterministic shards, card, manifest, verification, the local folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import orjson
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from test_curate_rows import HOST, SECRET, leaky_trial
+from trialkit import Trial, build_trial, healthy_spec, oracle_spec
+
+from bf_assets.curate.select import Candidate
+from bf_assets.publish.bundle import build_bundle
+from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
+from bf_assets.publish.targets import LocalFolderTarget, PublishError
+from bf_assets.publish.verify import VERDICT_CHECK, verify_bundle
+
+LEAKS = (SECRET, "sk-ant-", "/home/alice", "/Users/bob", "file://", "reasoning_content")
+
+
+def cands(*trials: Trial) -> list[Candidate]:
+    return [Candidate.from_review(t.review()) for t in trials]
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def published_text(root: Path) -> str:
+    """Every byte of every file, plus the decoded cells of every Parquet shard."""
+    parts = []
+    for rel, data in files_of(root).items():
+        parts.append(data.decode("utf-8", "replace"))
+        if rel.endswith(".parquet"):
+            parts.append(orjson.dumps(pq.read_table(root / rel).to_pylist()).decode())
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def two_trials(runs_root: Path) -> list[Trial]:
+    return [build_trial(runs_root), oracle_spec().write(runs_root)]
+
+
+def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]) -> None:
+    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    got = set(files_of(b.path))
+    assert got == {
+        "README.md",
+        MANIFEST_PATH,
+        CHECKSUMS_PATH,
+        "data/rollouts/train-00000-of-00001.parquet",
+        "data/prime_sft/train-00000-of-00001.parquet",
+        "data/trl_sft/train-00000-of-00001.parquet",
+    }
+    assert b.rows == {"rollouts": 1, "prime_sft": 1, "trl_sft": 2}
+    assert b.verdict == "publishable_with_quarantines"  # the oracle lane is excluded
+    assert b.path.name == b.digest[:16] and b.tag == f"release-{b.digest[:12]}"
+    card = (b.path / "README.md").read_text()
+    meta = yaml.safe_load(card.split("---\n")[1])
+    assert meta["configs"][0] == {
+        "config_name": "rollouts",
+        "default": True,
+        "data_files": [{"split": "train", "path": "data/rollouts/train-*.parquet"}],
+    }
+    assert "tags" in meta and meta["license"] == "other"
+    assert "demo-task__dddd4444" in card and "oracle" in card
+    for section in (
+        "## Dataset structure",
+        "## Excluded trials (1)",
+        "## Residual risk",
+        "## Provenance",
+    ):
+        assert section in card
+    manifest = json.loads((b.path / MANIFEST_PATH).read_text())
+    assert manifest["release_verdict"] == b.verdict
+    assert [e["reason"] for e in manifest["excluded"]] == ["oracle"]
+    assert manifest["source_trials"][0]["rollout"] == "demo-task__aaaa1111"
+    for f in manifest["files"]:
+        from bf_assets.publish.shards import sha256_file
+
+        assert sha256_file(b.path / f["path"]) == f["sha256"]
+    sums = (b.path / CHECKSUMS_PATH).read_text()
+    assert f"  {MANIFEST_PATH}\n" in sums
+    report = verify_bundle(b.path, cands(*two_trials))
+    assert report.ok, report.summary()
+
+
+def test_identical_input_gives_byte_identical_files(
+    tmp_path: Path, two_trials: list[Trial]
+) -> None:
+    first = build_bundle(cands(*two_trials), tmp_path / "a")
+    second = build_bundle(list(reversed(cands(*two_trials))), tmp_path / "b")
+    assert first.digest == second.digest
+    assert files_of(first.path) == files_of(second.path)
+    again = build_bundle(cands(*two_trials), tmp_path / "a")
+    assert again.path == first.path and files_of(again.path) == files_of(second.path)
+
+
+def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) -> None:
+    from bf_assets.publish.bundle import BundleOptions
+
+    trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(5)]
+    opts = BundleOptions(configs=("rollouts",), row_group_rows=2, max_shard_bytes=1)
+    b = build_bundle(cands(*trials), tmp_path / "s", opts)
+    shards = sorted(p for p in files_of(b.path) if p.startswith("data/"))
+    # a shard closes after the row group that crosses its size bound: 2 + 2 + 1 rows
+    assert shards == [f"data/rollouts/train-{i:05d}-of-00003.parquet" for i in range(3)]
+    ids = [i for s in shards for i in pq.read_table(b.path / s)["rollout_id"].to_pylist()]
+    assert len(ids) == 5 and ids == sorted(ids)
+    assert [pq.ParquetFile(b.path / s).metadata.num_row_groups for s in shards] == [1, 1, 1]
+    assert verify_bundle(b.path).ok
+
+
+def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) -> None:
+    datasets = pytest.importorskip("datasets")
+    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    out = tmp_path / "published"
+    LocalFolderTarget(out).publish(b.path, b.tag)
+    cache = str(tmp_path / "hf-cache")
+    rollouts = datasets.load_dataset(str(out), "rollouts", split="train", cache_dir=cache)
+    assert rollouts.num_rows == 1 and rollouts[0]["task_id"] == "demo-task"
+    assert rollouts[0]["messages"][-1]["content"] == "Done."
+    trl = datasets.load_dataset(str(out), "trl_sft", split="train", cache_dir=cache)
+    assert trl.num_rows == 2 and len(trl[0]["completion"]) == 1
+    shard = str(out / "data" / "prime_sft" / "train-00000-of-00001.parquet")
+    prime = datasets.load_dataset("parquet", data_files=shard, split="train", cache_dir=cache)
+    assert json.loads(prime[0]["tools"])[0]["function"]["name"] == "terminal"
+
+
+def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: Path) -> None:
+    trial = leaky_trial(runs_root)
+    source = "\n".join(p.read_text(errors="replace") for p in trial.path.rglob("*") if p.is_file())
+    for leak in LEAKS:
+        assert leak in source  # really planted
+    b = build_bundle(cands(trial), tmp_path / "staging")
+    assert b.rows["rollouts"] == 1, b.excluded  # the trial is exported, not dropped
+    assert b.stats.redactions and b.stats.banned_keys and b.stats.host_paths
+    out = tmp_path / "published"
+    LocalFolderTarget(out).publish(b.path, b.tag)
+    for root in (b.path, out):
+        text = published_text(root)
+        for leak in LEAKS:
+            assert leak not in text, (root, leak)
+    assert "[REDACTED:anthropic_key]" in published_text(out)
+    assert verify_bundle(b.path, cands(trial)).ok
+
+
+def test_verify_catches_tampering_and_unlisted_files(
+    tmp_path: Path, two_trials: list[Trial]
+) -> None:
+    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    bad = tmp_path / "bad"
+    shutil.copytree(b.path, bad)
+    (bad / "notes.txt").write_text(f"leftover {SECRET}")
+    (bad / "README.md").write_text((bad / "README.md").read_text() + f"\nsee {HOST}\n")
+    report = verify_bundle(bad)
+    assert not report.passed("PUBLISH_SCHEMA")  # unlisted file, README checksum
+    assert not report.passed("PUBLISH_HOST_PATH")
+    assert not report.passed(VERDICT_CHECK) and report.verdict == "not_publishable"
+    with pytest.raises(PublishError, match="checksum"):
+        LocalFolderTarget(tmp_path / "out").publish(bad, "t")
+
+
+def test_rows_not_selected_by_the_review_fail_not_ready(tmp_path: Path, runs_root: Path) -> None:
+    old = build_trial(runs_root, rollout_id="aaaa0001")
+    b = build_bundle(cands(old), tmp_path / "s")
+    newer = healthy_spec(rollout_id="zzzz0002")
+    newer.result.update(started_at="2027-01-01 00:00:00", finished_at="2027-01-01 00:01:15")
+    newer_trial = newer.sync().write(runs_root)
+    report = verify_bundle(b.path, cands(old, newer_trial))
+    assert not report.passed("PUBLISH_NOT_READY")
+    assert "newest exportable attempt" in report.findings["PUBLISH_NOT_READY"][0].message
+
+
+def test_nothing_to_export_is_not_publishable(tmp_path: Path, runs_root: Path) -> None:
+    b = build_bundle(cands(oracle_spec().write(runs_root)), tmp_path / "s")
+    assert b.rows["rollouts"] == 0 and b.verdict == "not_publishable"
+    report = verify_bundle(b.path)
+    assert report.passed("PUBLISH_SCHEMA") and not report.passed(VERDICT_CHECK)
+
+
+def test_local_folder_is_idempotent_and_keeps_foreign_files(
+    tmp_path: Path, runs_root: Path
+) -> None:
+    out = tmp_path / "published"
+    (out / "report").mkdir(parents=True)
+    (out / "report" / "review.md").write_text("kept")
+    t1 = build_trial(runs_root, rollout_id="aaaa0001")
+    b1 = build_bundle(cands(t1), tmp_path / "s")
+    first = LocalFolderTarget(out).publish(b1.path, b1.tag)
+    assert first.changed and first.verified
+    stamp = {p: os.stat(out / p).st_mtime_ns for p in files_of(out)}
+    again = LocalFolderTarget(out).publish(b1.path, b1.tag)
+    assert not again.changed
+    assert {p: os.stat(out / p).st_mtime_ns for p in files_of(out)} == stamp
+    (out / "data" / "rollouts" / "train-00009-of-00010.parquet").write_bytes(b"stale")
+    t2 = healthy_spec(task="other-task").write(runs_root)
+    b2 = build_bundle(cands(t1, t2), tmp_path / "s")
+    assert LocalFolderTarget(out).publish(b2.path, b2.tag).changed
+    assert not (out / "data" / "rollouts" / "train-00009-of-00010.parquet").exists()
+    assert (out / "report" / "review.md").read_text() == "kept"
+    assert files_of(out / "data") == files_of(b2.path / "data")
+
+
+def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: Path) -> None:
+    """Benchflow's own writer output (copied), with a secret, a host path and reasoning fields
+    planted where the gate allows them: the trial is exported and none of it is published."""
+    from bf_assets.review import review_roots
+
+    job = "2026-06-01__00-00-00"
+    root = tmp_path / "jobs"
+    shutil.copytree(fixtures_dir / "benchflow-writer" / "jobs" / job, root / job)
+    rows_file = root / job / "demo-task__aaaa1111" / "results.jsonl"
+    row = json.loads(rows_file.read_text())
+    row["completion"][1]["content"] = f"ok {SECRET} in {HOST}"
+    row["trajectory"][1]["prompt"][-1]["content"] = f"ok {SECRET} in {HOST}"
+    row["trajectory"][0]["response"]["choices"][0]["message"]["reasoning_content"] = (
+        "zq-private-thought-zq"
+    )
+    row["trajectory"][0]["extras"]["reasoning_content"] = "zq-private-thought-zq"
+    rows_file.write_text(json.dumps(row) + "\n")
+    reviews = review_roots([root]).trials
+    by_name = {t.ref.rollout: t for t in reviews}
+    assert by_name["demo-task__aaaa1111"].verdict == "publishable"
+    b = build_bundle([Candidate.from_review(t) for t in reviews], tmp_path / "s")
+    assert [r for _, r, _ in b.exported] == ["demo-task__aaaa1111"]
+    assert {e.rollout: e.reason for e in b.excluded} == {
+        "demo-task__bbbb2222": "rejected",
+        "demo-task__cccc3333": "rejected",
+        "demo-task__dddd4444": "oracle",
+    }
+    text = published_text(b.path)
+    for leak in (*LEAKS, "/srv/bench", "zq-private-thought-zq"):
+        assert leak not in text, leak
+    assert verify_bundle(b.path, [Candidate.from_review(t) for t in reviews]).ok
