@@ -26,6 +26,9 @@ from bf_assets.ingest.discovery import discover_jobs
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUNS = REPO_ROOT / "data" / "runs" / "jobs"
+DEFAULT_TASKS = REPO_ROOT / "data" / "runs" / "tasks"
+# The console shows warnings and errors; every event stays in the instance's run log.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 DEFAULT_OUT = REPO_ROOT / "data" / "published"
 PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
 
@@ -107,6 +110,8 @@ def run_release(
     staging_dir: str | None = None,
 ) -> ReleaseResult:
     roots = [str(Path(r).resolve()) for r in runs] or [str(DEFAULT_RUNS)]
+    if not runs and tasks is None and DEFAULT_TASKS.is_dir():
+        tasks = str(DEFAULT_TASKS)  # the sample's task tree goes with the sample runs
     os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
     import dagster as dg
@@ -135,25 +140,29 @@ def run_release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     job = defs.resolve_job_def("ingest_job")
-    validated, findings, failed = [], [], []
+    validated, failed = [], []
     for j in jobs:
         res = job.execute_in_process(
-            partition_key=j.key, instance=instance, raise_on_error=False, tags={"release": "local"}
+            partition_key=j.key,
+            instance=instance,
+            raise_on_error=False,
+            tags={"release": "local"},
+            run_config=QUIET,
         )
         if not res.success:
             failed.append(j.key)
             continue
         validated.append(res.asset_value("validated_trials"))
-        findings.append(res.asset_value("findings"))
     vdf = pd.concat(validated, ignore_index=True) if validated else pd.DataFrame()
-    fdf = pd.concat(findings, ignore_index=True) if findings else pd.DataFrame()
-    md, js, verdict = write_report(vdf, fdf, roots=roots, out_dir=out / "report")
+    md, js, verdict = write_report(
+        vdf, roots=roots, out_dir=out / "report", plan_path=plan, quarantine_path=quarantine
+    )
     result = ReleaseResult(False, md, js, out, verdict, failed)
     if failed:
         result.message = f"ingest failed for job(s): {', '.join(failed)}"
         return result
     res = defs.resolve_job_def("release_job").execute_in_process(
-        instance=instance, raise_on_error=False, tags={"release": "local"}
+        instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
     )
     outcome = _release_outcome(res)
     result.status = outcome["status"]
