@@ -27,6 +27,10 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
 from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
 
+# What reading a hostile trial can raise despite the readers' guards: turned into a finding
+# on that trial so one trial never stops a batch.
+TRIAL_ERRORS = (MemoryError, RecursionError, ValueError, TypeError, KeyError, OSError, UnicodeError)
+
 SLOT_FIELDS = ("task_id", "harness", "model", "skill_mode", "sandbox", "trial_index")
 
 
@@ -144,15 +148,7 @@ def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialRe
     opts = options or ReviewOptions()
     try:
         return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files), opts)
-    except (
-        MemoryError,
-        RecursionError,
-        ValueError,
-        TypeError,
-        KeyError,
-        OSError,
-        UnicodeError,
-    ) as exc:
+    except TRIAL_ERRORS as exc:
         f = finding(
             "GATE_UNREADABLE",
             f"the trial could not be reviewed safely: {type(exc).__name__}: {exc}",

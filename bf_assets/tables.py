@@ -17,7 +17,7 @@ from bf_assets.gate.run import FILE_CHECKS
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
 from bf_assets.ingest.scan import TrialData, scan_trial
-from bf_assets.review import SLOT_FIELDS, TrialReview
+from bf_assets.review import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
 
 TRIAL_KEY = ("job", "rollout", "path")
 
@@ -147,15 +147,7 @@ def raw_frame(refs: Sequence[TrialRef], limits: ReadLimits = DEFAULT_LIMITS) -> 
     for ref in refs:
         try:
             data = scan_trial(ref, limits)
-        except (
-            MemoryError,
-            RecursionError,
-            ValueError,
-            TypeError,
-            KeyError,
-            OSError,
-            UnicodeError,
-        ) as exc:
+        except TRIAL_ERRORS as exc:
             f = finding(
                 "GATE_UNREADABLE",
                 f"the trial could not be read safely: {type(exc).__name__}: {exc}",

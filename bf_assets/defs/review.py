@@ -27,6 +27,14 @@ def _all(validated_trials: dict[str, pd.DataFrame]) -> pd.DataFrame:
     )
 
 
+def _flat(rows: pd.DataFrame) -> pd.DataFrame:
+    """Nested values as text, so the Parquet schema stays flat and stable."""
+    for col in rows.columns:
+        if rows[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
+            rows[col] = rows[col].map(str)
+    return rows
+
+
 def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
     reviews = reviews_from_frame(_all(validated_trials))
     return assemble(
@@ -49,9 +57,7 @@ def coverage(
     healthy, missing, unhealthy, stale or duplicate, and the attempt that fills it."""
     ds = _dataset(validated_trials, run_roots)
     rows = pd.DataFrame([r.to_dict() for r in ds.coverage.rows])
-    for col in rows.columns:
-        if rows[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
-            rows[col] = rows[col].map(str)
+    rows = _flat(rows)
     svg = coverage_svg(ds.coverage)
     return dg.Output(
         rows,
@@ -82,9 +88,7 @@ def sandbox_parity(
         if ds.parity.rows
         else pd.DataFrame(columns=["pair", "kind", "item", "docker", "daytona", "label", "blocker"])
     )
-    for col in rows.columns:
-        if rows[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
-            rows[col] = rows[col].map(str)
+    rows = _flat(rows)
     blockers = int(rows["blocker"].sum()) if "blocker" in rows and len(rows) else 0
     return dg.Output(
         rows,

@@ -6,11 +6,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.readers import UNREADABLE_KINDS, IssueKind, ReadIssue
-from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE, BadLine, TrialData
+from bf_assets.ingest.scan import (
+    ACP_FILE,
+    LLM_FILE,
+    ROWS_FILE,
+    AcpFacts,
+    BadLine,
+    LlmFacts,
+    TrialData,
+)
 
 # The project's read warnings, by issue kind.
 _WARNING_IDS = {IssueKind.REPLACED_UTF8: "READ_INVALID_UTF8", IssueKind.NONFINITE: "READ_NONFINITE"}
@@ -39,6 +47,26 @@ def _bad_lines(bad: list[BadLine], check: str, file: str, what: str) -> Iterator
             line=first.line,
             evidence=first.excerpt,
         )
+
+
+def _jsonl_read_findings(
+    facts: AcpFacts | LlmFacts, file: str, invalid_check: str, what: str
+) -> Generator[Finding, None, bool]:
+    """Read problems of a streamed JSONL file: file-level ones (then the lines are not
+    judged: returns False), unsafe lines, warnings and lines that are not JSON objects."""
+    fatal = [i for i in facts.issues if i.kind is not IssueKind.MISSING]
+    yield from _issue_findings(fatal, file, invalid_check)
+    if fatal:
+        return False
+    for b in facts.unreadable_lines[:1]:
+        n = len(facts.unreadable_lines)
+        more = f" ({n} such lines)" if n > 1 else ""
+        yield finding(
+            "GATE_UNREADABLE", b.message + more, file=file, line=b.line, evidence=b.excerpt
+        )
+    yield from _issue_findings(facts.warnings[:1], file, invalid_check)
+    yield from _bad_lines(facts.bad_lines, invalid_check, file, what)
+    return True
 
 
 def check_link_escape(t: TrialData) -> Iterator[Finding]:
@@ -95,17 +123,9 @@ def check_acp(t: TrialData) -> Iterator[Finding]:
             file=ACP_FILE,
         )
         return
-    fatal = [i for i in a.issues if i.kind is not IssueKind.MISSING]
-    yield from _issue_findings(fatal, ACP_FILE, "GATE_ACP_INVALID")
-    if fatal:
+    lines_ok = yield from _jsonl_read_findings(a, ACP_FILE, "GATE_ACP_INVALID", "ACP")
+    if not lines_ok:
         return
-    for b in a.unreadable_lines[:1]:
-        more = f" ({len(a.unreadable_lines)} such lines)" if len(a.unreadable_lines) > 1 else ""
-        yield finding(
-            "GATE_UNREADABLE", b.message + more, file=ACP_FILE, line=b.line, evidence=b.excerpt
-        )
-    yield from _issue_findings(a.warnings[:1], ACP_FILE, "GATE_ACP_INVALID")
-    yield from _bad_lines(a.bad_lines, "GATE_ACP_INVALID", ACP_FILE, "ACP")
     if a.untyped_lines:
         yield finding(
             "GATE_ACP_INVALID",
@@ -137,17 +157,9 @@ def check_llm(t: TrialData) -> Iterator[Finding]:
             file=LLM_FILE,
         )
         return
-    fatal = [i for i in lf.issues if i.kind is not IssueKind.MISSING]
-    yield from _issue_findings(fatal, LLM_FILE, "GATE_LLM_INVALID")
-    if fatal:
+    lines_ok = yield from _jsonl_read_findings(lf, LLM_FILE, "GATE_LLM_INVALID", "LLM trajectory")
+    if not lines_ok:
         return
-    for b in lf.unreadable_lines[:1]:
-        more = f" ({len(lf.unreadable_lines)} such lines)" if len(lf.unreadable_lines) > 1 else ""
-        yield finding(
-            "GATE_UNREADABLE", b.message + more, file=LLM_FILE, line=b.line, evidence=b.excerpt
-        )
-    yield from _issue_findings(lf.warnings[:1], LLM_FILE, "GATE_LLM_INVALID")
-    yield from _bad_lines(lf.bad_lines, "GATE_LLM_INVALID", LLM_FILE, "LLM trajectory")
     for lines, what in (
         (lf.bad_request_body, "request.body"),
         (lf.bad_response_body, "response.body"),
