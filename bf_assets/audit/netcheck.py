@@ -8,6 +8,7 @@ is off it (without a declared policy an unknown host is residual risk, not a fin
 
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import urlsplit
 
@@ -80,6 +81,7 @@ FETCH_TOOLS = frozenset(
 _URL = re.compile(r"""https?://[^\s'"<>`)]+""")
 
 
+@functools.lru_cache(maxsize=16384)
 def host_of(url: str) -> str:
     try:
         return (urlsplit(url).hostname or "").lower()

@@ -9,6 +9,7 @@ Everything it cannot read is ignored rather than guessed.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -298,9 +299,16 @@ def parse_shell(cmd: str) -> list[Op]:
     """Every file, git and network effect of one shell command string (best effort)."""
     if not cmd or not cmd.strip():
         return []
+    return list(_parse_shell_cached(cmd))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_shell_cached(cmd: str) -> tuple[Op, ...]:
+    # Several audits look at the same action, and agents repeat commands: parse each
+    # distinct command once per process (``Op`` is frozen, so sharing is safe).
     r = _Reader(cmd)
     r.run(cmd)
-    return r.ops
+    return tuple(r.ops)
 
 
 def git_argv(op: Op) -> list[str]:

@@ -100,6 +100,7 @@ def _blockers(
         )
     if trial_rows:
         parts.append(f"\n### Trials ({len(trial_rows)})\n")
+        parts.append("Blocker checks, by the number of trials they reject:\n")
         summary = sorted(by_check.items(), key=lambda kv: (-len(kv[1]), kv[0]))
         parts.append(
             _table(
@@ -107,8 +108,9 @@ def _blockers(
                 [(c, len(ks), show_key(sorted(ks)[0])) for c, ks in summary],
             )
         )
+        parts.append("\nEach rejected trial and its first blocker:\n")
         parts.append(
-            "\n" + _table(["trial", "blocker checks", "first blocker (where)"], sorted(trial_rows))
+            _table(["trial", "blocker checks", "first blocker (where)"], sorted(trial_rows))
         )
     return "\n".join(parts)
 
