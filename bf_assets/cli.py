@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--workers", type=int, metavar="N", help="worker processes (default: every core)"
     )
+    r.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="reuse the reviews of unchanged trials (keyed by trial fingerprints; never stale)",
+    )
     rel = sub.add_parser(
         "release", help="run the release build through Dagster (project-local instance)"
     )
@@ -133,6 +138,7 @@ def _review(args: argparse.Namespace) -> int:
         plan_path=args.plan,
         quarantine_path=args.quarantine,
         workers=args.workers,
+        cache_dir=args.cache_dir,
     )
     from bf_assets.dataset import PlanError, QuarantineError
 

@@ -43,6 +43,7 @@ class ReviewOptions:
     hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
     workers: int | None = None  # worker processes for large batches (None: every core)
     audits: bool = True  # False: the hard gate alone (the gate's own tests use this)
+    cache_dir: str | None = None  # reuse reviews of unchanged trials (bf_assets.cache)
 
 
 @dataclass(slots=True)
@@ -143,9 +144,35 @@ def merge_findings(
     return sort_findings([*gate, *audit]), attribution
 
 
+def _cache_context(opts: ReviewOptions) -> str:
+    from bf_assets.cache import tree_digest
+
+    return f"{opts.limits}|{opts.tasks_dir}|{tree_digest(opts.tasks_dir)}|{opts.audits}|{opts.hash_files}"
+
+
 def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialReview:
     """Scan and gate one trial; never raises for anything the trial contains."""
     opts = options or ReviewOptions()
+    if opts.cache_dir:
+        from bf_assets.cache import ReviewCache
+
+        cache = ReviewCache(opts.cache_dir, _cache_context(opts))
+        fp = cache.key(ref)
+        hit = cache.get(ref, fp)
+        if hit is not None:
+            return hit
+        review = _review_uncached(ref, opts)
+        if fp is not None and cache.key(ref) == fp and not _crashed(review):
+            cache.put(fp, review)  # only when nothing changed while it was read
+        return review
+    return _review_uncached(ref, opts)
+
+
+def _crashed(review: TrialReview) -> bool:
+    return any("could not be reviewed safely" in f.message for f in review.findings)
+
+
+def _review_uncached(ref: TrialRef, opts: ReviewOptions) -> TrialReview:
     try:
         return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files), opts)
     except TRIAL_ERRORS as exc:

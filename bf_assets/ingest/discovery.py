@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -77,6 +78,21 @@ def _job_key(job_dir: Path, root: Path) -> str:
     return job_dir.name if key in ("", ".") else key
 
 
+_PRODUCTION_HEAD = re.compile(rb'\A\s*\{\s*"task_name"\s*:\s*"[^"\\]*"\s*,\s*"rollout_name"\s*:')
+
+
+def _sniff_production(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return False  # links and special files go through the checked reader
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return bool(_PRODUCTION_HEAD.match(head))
+
+
 def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, str | None]:
     """Return ``(layout, None)`` for a trial, ``(None, reason)`` for a near-miss, else ``(None, None)``."""
     has_traj = False
@@ -88,6 +104,15 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
             # A Harbor trial whose run died before it wrote result.json or config.json.
             return Layout.HARBOR.value, None
         return None, None
+    # Fast path: Benchflow writes result.json with "task_name" then "rollout_name" as its
+    # first keys; seeing both at the start of a regular file settles the layout without
+    # parsing the document (anything else takes the full path below).
+    if (
+        "result.json" in names
+        and "run_config.json" not in names
+        and _sniff_production(dirpath / "result.json")
+    ):
+        return Layout.PRODUCTION.value, None
     # Read lazily: a trial result.json alone settles the layout of almost every trial.
     docs = {}
     if "result.json" in names:
