@@ -12,7 +12,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import orjson
 
@@ -119,6 +119,18 @@ def _table(report: ReviewReport, out: TextIO) -> None:
     out.write(f"release verdict: {s['release_verdict']}\n")
 
 
+def _write_json(report: ReviewReport, out: BinaryIO) -> None:
+    """``{"trials": [...], "summary": {...}}`` written one trial at a time (no second copy of
+    every trial in memory)."""
+    out.write(b'{\n  "trials": [')
+    for n, t in enumerate(report.trials):
+        out.write(b"\n    " if n == 0 else b",\n    ")
+        out.write(orjson.dumps(t.to_json()))
+    out.write(b'\n  ],\n  "summary": ')
+    out.write(orjson.dumps(report.summary))
+    out.write(b"\n}\n")
+
+
 def _review(args: argparse.Namespace) -> int:
     for p in args.paths:
         if not Path(p).is_dir():
@@ -147,8 +159,7 @@ def _review(args: argparse.Namespace) -> int:
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2))
-        sys.stdout.buffer.write(b"\n")
+        _write_json(report, sys.stdout.buffer)
     else:
         _table(report, sys.stdout)
     sys.stdout.flush()
