@@ -202,19 +202,7 @@ def _parse_streaming(
             if event in ("start_map", "start_array"):
                 depth += 1
                 if depth > limits.max_depth:
-                    return RowRead(
-                        lineno,
-                        None,
-                        0,
-                        False,
-                        [
-                            ReadIssue(
-                                IssueKind.TOO_DEEP,
-                                f"nesting deeper than {limits.max_depth} levels",
-                                lineno,
-                            )
-                        ],
-                    )
+                    return RowRead(lineno, None, 0, False, [_too_deep(limits, lineno)])
             elif event in ("end_map", "end_array"):
                 depth -= 1
             if builder is not None:
@@ -233,17 +221,18 @@ def _parse_streaming(
             if depth == 0:
                 break  # end of the row object
             if key == "trajectory" and prefix == "trajectory" and event == "start_array":
+                # Skip the steps here (structure and depth still checked); they are built by
+                # the C parser in a second pass once the whole row is known to be sound.
                 traj_is_list = True
-                continue
-            if key == "trajectory" and prefix == "trajectory" and event == "end_array":
-                continue
-            if key == "trajectory" and traj_is_list and prefix == "trajectory.item":
-                if event in ("start_map", "start_array"):
-                    builder, target, base_depth = ijson.ObjectBuilder(), "step", depth - 1
-                    builder.event(event, value)
-                else:  # a scalar step
-                    on_step(n_steps, value)
-                    n_steps += 1
+                for _p, ev, _v in events:
+                    if ev == "start_map" or ev == "start_array":
+                        depth += 1
+                        if depth > limits.max_depth:
+                            return RowRead(lineno, None, 0, False, [_too_deep(limits, lineno)])
+                    elif ev == "end_map" or ev == "end_array":
+                        depth -= 1
+                        if depth == 1:
+                            break
                 continue
             # a top-level value
             if event in ("start_map", "start_array"):
@@ -277,6 +266,36 @@ def _parse_streaming(
         )
     finally:
         src.close()
+    if traj_is_list:
+        try:
+            n_steps = _emit_steps(real, start, end, on_step)
+        except (ijson.JSONError, UnicodeDecodeError) as exc:  # pragma: no cover - pass 1 parsed it
+            return RowRead(
+                lineno,
+                None,
+                0,
+                True,
+                [ReadIssue(IssueKind.INVALID_JSON, f"not valid JSON: {exc}", lineno)],
+            )
     if not traj_is_list and "trajectory" not in top:
         top["trajectory"] = None
     return RowRead(lineno, top, n_steps, traj_is_list, issues)
+
+
+def _emit_steps(real: Path, start: int, end: int, on_step: StepCallback) -> int:
+    """Second pass: every ``trajectory[]`` step built by ijson's C backend, one at a time."""
+    src = _Range(real, start, end)
+    n = 0
+    try:
+        for step in ijson.items(
+            io.BufferedReader(src, buffer_size=MiB), "trajectory.item", use_float=True
+        ):
+            on_step(n, step)
+            n += 1
+    finally:
+        src.close()
+    return n
+
+
+def _too_deep(limits: ReadLimits, lineno: int) -> ReadIssue:
+    return ReadIssue(IssueKind.TOO_DEEP, f"nesting deeper than {limits.max_depth} levels", lineno)
