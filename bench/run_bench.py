@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import itertools
 import json
 import math
 import os
@@ -572,7 +573,14 @@ class Tools:
         if args.release_cmd:
             self.release_template: list[str] | None = shlex.split(args.release_cmd)
         elif self.ours and self.ours[-1] == "review":
-            self.release_template = [*self.ours[:-1], "release", "{jobs}"]
+            self.release_template = [
+                *self.ours[:-1],
+                "release",
+                "--runs",
+                "{jobs}",
+                "--out",
+                "{out}",
+            ]
         else:
             self.release_template = None
         self.ours_help = ""
@@ -609,7 +617,11 @@ class Tools:
         if self.release_template is None:
             self.release_problem = "no release command (set --release-cmd)"
             return
-        base = [a for a in self.release_template if "{" not in a]
+        base = list(
+            itertools.takewhile(
+                lambda a: "{" not in a and not a.startswith("-"), self.release_template
+            )
+        )
         ok, text = _probe([*base, "--help"], _child_env(), self.scratch)
         if not ok:
             self.release_problem = f"`{shlex.join(base)} --help` failed ({text})"
@@ -624,14 +636,15 @@ class Tools:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=self.scratch))
 
     def ours_review(self, jobs: Path, cache_dir: Path | None = None) -> Invocation:
-        """Our review; a fresh, empty cache unless ``cache_dir`` is given (cache scenario)."""
+        """Our review; the cache only in the cache scenario (``cache_dir`` given), so the
+        other scenarios measure a plain review with no cache writes."""
         cleanup: list[Path] = []
+        argv = [*self.ours, str(jobs), "--json"]
+        if cache_dir is not None and self.has_cache_flag:
+            argv += [self.cache_flag, str(cache_dir)]
         if cache_dir is None:
             cache_dir = self._fresh_dir("cache-")
             cleanup.append(cache_dir)
-        argv = [*self.ours, str(jobs), "--json"]
-        if self.has_cache_flag:
-            argv += [self.cache_flag, str(cache_dir)]
         env = _child_env({"XDG_CACHE_HOME": str(cache_dir)})
         return Invocation(argv, env, self.scratch, cleanup)
 
@@ -1186,7 +1199,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--release-cmd",
         help="release command for the dagster scenario; {jobs}, {corpus} and {out} are "
-        "substituted (default: the review command with `review` replaced by `release {jobs}`)",
+        "substituted (default: the review command with `review` replaced by "
+        "`release --runs {jobs} --out {out}`)",
     )
     p.add_argument(
         "--cache-flag",
