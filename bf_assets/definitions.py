@@ -21,7 +21,7 @@ from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.jobs import ingest_job, release_job
 from bf_assets.defs.publish import PublishTarget, published_dataset
 from bf_assets.defs.resources import REPO_ROOT, RunRoots
-from bf_assets.defs.review import coverage, review_report, sandbox_parity
+from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
 
@@ -43,9 +43,7 @@ def build_defs(
         assets=[
             raw_trials,
             validated_trials,
-            coverage,
-            sandbox_parity,
-            review_report,
+            dataset_review,
             curated_rollouts,
             published_dataset,
         ],

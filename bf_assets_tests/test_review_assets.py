@@ -13,7 +13,7 @@ from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.defs.review import coverage, review_report, sandbox_parity
+from bf_assets.defs.review import dataset_review
 from bf_assets.review import ReviewOptions, review_roots
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def test_review_assets_match_the_cli(
             )
             assert res.success
         res = dg.materialize(
-            [raw_trials, validated_trials, coverage, sandbox_parity, review_report],
+            [raw_trials, validated_trials, dataset_review],
             selection="key:coverage or key:sandbox_parity or key:review_report",
             instance=instance,
             resources=resources,

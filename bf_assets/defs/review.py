@@ -1,5 +1,6 @@
 """Dataset-level review assets over every job partition: ``coverage``, ``sandbox_parity`` and
-``review_report`` (per-trial verdicts and the release verdict).
+``review_report`` (per-trial verdicts and the release verdict), three views of one assembly
+(a single multi-asset, so the dataset review is computed once per run).
 
 The bodies rebuild the reviews from ``validated_trials`` and call the same core the CLI
 uses (``bf_assets.dataset.assemble``), so the UI and ``bf-assets review`` agree.
@@ -42,25 +43,49 @@ def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> 
     )
 
 
-@dg.asset(
+def _out(description: str) -> dg.AssetOut:
+    return dg.AssetOut(
+        io_manager_key=PARQUET_IO,
+        group_name="audit",
+        kinds={"pandas", "parquet"},
+        description=description,
+    )
+
+
+@dg.multi_asset(
     ins={"validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS)},
-    io_manager_key=PARQUET_IO,
-    group_name="audit",
-    kinds={"pandas", "parquet"},
+    outs={
+        "coverage": _out(
+            "One row per slot of the experiment plan (or of the observed cells without a plan): "
+            "healthy, missing, unhealthy, stale or duplicate, and the attempt that fills it."
+        ),
+        "sandbox_parity": _out(
+            "The same logical trial on Docker and Daytona: which artifact files, telemetry and "
+            "outcomes differ (telemetry-presence differences block that backend's new data)."
+        ),
+        "review_report": _out(
+            "Per-trial verdicts after coverage and manual quarantine, and the release verdict; "
+            "the report (Blockers, Coverage, Evidence, Residual risk, verdict) as Markdown in the "
+            "metadata and in data/reports/review.md."
+        ),
+    },
 )
-def coverage(
+def dataset_review(
     context: dg.AssetExecutionContext,
     run_roots: RunRoots,
     validated_trials: dict[str, pd.DataFrame],
-) -> dg.Output[pd.DataFrame]:
-    """One row per slot of the experiment plan (or of the observed cells without a plan):
-    healthy, missing, unhealthy, stale or duplicate, and the attempt that fills it."""
+) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[pd.DataFrame]]:
+    """Assemble the dataset review once over every job partition and return its three views."""
     ds = _dataset(validated_trials, run_roots)
-    rows = pd.DataFrame([r.to_dict() for r in ds.coverage.rows])
-    rows = _flat(rows)
+    return _coverage(ds), _parity(ds), _report(ds, run_roots)
+
+
+def _coverage(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
+    rows = _flat(pd.DataFrame([r.to_dict() for r in ds.coverage.rows]))
     svg = coverage_svg(ds.coverage)
     return dg.Output(
         rows,
+        output_name="coverage",
         metadata={
             "dagster/row_count": dg.MetadataValue.int(len(rows)),
             "summary": dg.MetadataValue.json(ds.summary()["coverage"]),
@@ -69,29 +94,16 @@ def coverage(
     )
 
 
-@dg.asset(
-    ins={"validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS)},
-    io_manager_key=PARQUET_IO,
-    group_name="audit",
-    kinds={"pandas", "parquet"},
-)
-def sandbox_parity(
-    context: dg.AssetExecutionContext,
-    run_roots: RunRoots,
-    validated_trials: dict[str, pd.DataFrame],
-) -> dg.Output[pd.DataFrame]:
-    """The same logical trial on Docker and Daytona: which artifact files, telemetry and
-    outcomes differ (telemetry-presence differences block that backend's new data)."""
-    ds = _dataset(validated_trials, run_roots)
-    rows = (
+def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
+    rows = _flat(
         pd.DataFrame([r.to_dict() for r in ds.parity.rows])
         if ds.parity.rows
         else pd.DataFrame(columns=["pair", "kind", "item", "docker", "daytona", "label", "blocker"])
     )
-    rows = _flat(rows)
     blockers = int(rows["blocker"].sum()) if "blocker" in rows and len(rows) else 0
     return dg.Output(
         rows,
+        output_name="sandbox_parity",
         metadata={
             "dagster/row_count": dg.MetadataValue.int(len(rows)),
             "pairs": dg.MetadataValue.int(len(ds.parity.pairs)),
@@ -100,21 +112,7 @@ def sandbox_parity(
     )
 
 
-@dg.asset(
-    ins={"validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS)},
-    io_manager_key=PARQUET_IO,
-    group_name="audit",
-    kinds={"pandas", "parquet"},
-)
-def review_report(
-    context: dg.AssetExecutionContext,
-    run_roots: RunRoots,
-    validated_trials: dict[str, pd.DataFrame],
-) -> dg.Output[pd.DataFrame]:
-    """Per-trial verdicts after coverage and manual quarantine, and the release verdict; the
-    report (Blockers, Coverage, Evidence, Residual risk, verdict) as Markdown in the metadata
-    and in ``data/reports/review.md``."""
-    ds = _dataset(validated_trials, run_roots)
+def _report(ds: DatasetReview, run_roots: RunRoots) -> dg.Output[pd.DataFrame]:
     md = report_markdown(
         ds,
         run_roots.roots,
@@ -125,13 +123,13 @@ def review_report(
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "review.md").write_text(md, encoding="utf-8")
     validated, _ = validated_frames(ds.trials)
-    summary = ds.summary()
     return dg.Output(
         validated,
+        output_name="review_report",
         metadata={
             "dagster/row_count": dg.MetadataValue.int(len(validated)),
             "release_verdict": dg.MetadataValue.text(ds.release_verdict),
-            "summary": dg.MetadataValue.json(summary),
+            "summary": dg.MetadataValue.json(ds.summary()),
             "report": dg.MetadataValue.md(md),
             "report_path": dg.MetadataValue.path(str(out_dir / "review.md")),
         },
