@@ -14,13 +14,6 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
-RESIDUAL_RISK = (
-    "Sandbox network policy: no artifact proves what the sandbox could reach during the agent phase.",
-    "Git scrubbing: no artifact proves that history past the base commit was removed.",
-    "Hidden-test placement: no artifact proves hidden tests were absent from agent-readable paths.",
-    "Verifier process isolation: Benchflow records no timestamp proving the verifier ran after the agent.",
-)
-
 
 def write_report(
     validated: pd.DataFrame,

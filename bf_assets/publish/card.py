@@ -17,8 +17,8 @@ import yaml
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import CONFIG_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SCHEMA_VERSION
 from bf_assets.curate.select import Exclusion
+from bf_assets.dataset.report import RESIDUAL_RISK
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
-from bf_assets.reporting import RESIDUAL_RISK
 
 TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsbench"]
 
