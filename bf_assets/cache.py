@@ -16,14 +16,15 @@ import stat
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from bf_assets.findings import Finding
-from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
-from bf_assets.ingest.identity import Identity
-from bf_assets.ingest.scan import FileEntry
+if TYPE_CHECKING:
+    from bf_assets.ingest.discovery import TrialRef
+
+# Kept light on purpose: ``bf-assets review --cache-dir`` consults the run-level entry
+# (bf_assets.runcache) before importing any review code.
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 FORMAT = 1
@@ -59,8 +60,19 @@ def tree_digest(path: str | None) -> str:
     return h.hexdigest()
 
 
+def link_target_state(path: str) -> str:
+    """What a link leads to: the target's own stat, so a rewritten target is a miss too."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "dangling"
+    return f"{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
+
+
 def trial_fingerprint(ref: TrialRef, context: str) -> str | None:
     """Fingerprint of a trial and everything its review depends on; None when unreadable."""
+    from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS
+
     h = hashlib.sha256(
         f"{context}\0{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n".encode()
     )
@@ -84,7 +96,7 @@ def trial_fingerprint(ref: TrialRef, context: str) -> str | None:
                     continue
                 target = ""
                 if stat.S_ISLNK(st.st_mode):
-                    target = os.readlink(e.path)
+                    target = f"{os.readlink(e.path)}\0{link_target_state(e.path)}"
                 h.update(
                     f"{rel}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0{target}\n".encode()
                 )
@@ -107,6 +119,9 @@ class ReviewCache:
         return trial_fingerprint(ref, self.context)
 
     def get(self, ref: TrialRef, fp: str | None) -> Any:
+        from bf_assets.findings import Finding
+        from bf_assets.ingest.identity import Identity
+        from bf_assets.ingest.scan import FileEntry
         from bf_assets.review import TrialReview
 
         if fp is None:

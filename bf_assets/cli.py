@@ -7,17 +7,20 @@ not, 2 on bad usage or an internal error (a crash is never exit 1).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 import orjson
 
-from bf_assets.ingest.discovery import TrialRef
-from bf_assets.review import ReviewOptions, ReviewReport, all_publishable, review_roots
+if TYPE_CHECKING:  # the review code is imported only when a review actually runs
+    from bf_assets.ingest.discovery import TrialRef
+    from bf_assets.review import ReviewReport
+    from bf_assets.runcache import RunCache
 
 EXIT_OK, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
 
@@ -94,7 +97,7 @@ class _Progress:
         self.stream.flush()
 
 
-def _table(report: ReviewReport, out: TextIO) -> None:
+def _table(report: ReviewReport, out: BinaryIO) -> None:
     rows = [("PATH", "OUTCOME", "VERDICT", "ATTRIBUTION", "FINDINGS")]
     for t in report.trials:
         blockers = sorted({f.check for f in t.findings if f.severity == "blocker"})
@@ -106,17 +109,21 @@ def _table(report: ReviewReport, out: TextIO) -> None:
     widths = [min(60, max(len(r[i]) for r in rows)) for i in range(4)]
     for r in rows:
         cells = [r[i][-widths[i] :].ljust(widths[i]) for i in range(4)]
-        out.write("  ".join(cells) + "  " + r[4] + "\n")
+        _line(out, "  ".join(cells) + "  " + r[4])
     s = report.summary
-    out.write("\n")
-    out.write(
-        f"trials {s['trials']}  healthy {s['healthy']}  training-ready {s['training_ready']}\n"
+    _line(out, "")
+    _line(
+        out, f"trials {s['trials']}  healthy {s['healthy']}  training-ready {s['training_ready']}"
     )
-    out.write("outcomes  " + "  ".join(f"{k} {v}" for k, v in s["by_outcome"].items()) + "\n")
-    out.write("verdicts  " + "  ".join(f"{k} {v}" for k, v in s["by_verdict"].items()) + "\n")
+    _line(out, "outcomes  " + "  ".join(f"{k} {v}" for k, v in s["by_outcome"].items()))
+    _line(out, "verdicts  " + "  ".join(f"{k} {v}" for k, v in s["by_verdict"].items()))
     for path, reason in report.skipped:
-        out.write(f"not a trial: {path} ({reason})\n")
-    out.write(f"release verdict: {s['release_verdict']}\n")
+        _line(out, f"not a trial: {path} ({reason})")
+    _line(out, f"release verdict: {s['release_verdict']}")
+
+
+def _line(out: BinaryIO, text: str) -> None:
+    out.write(text.encode("utf-8", "surrogateescape") + b"\n")
 
 
 def _write_json(report: ReviewReport, out: BinaryIO) -> None:
@@ -145,6 +152,16 @@ def _review(args: argparse.Namespace) -> int:
             raise _UsageError(f"--{flag} {v!r} is not a file")
     if args.workers is not None and args.workers < 1:
         raise _UsageError("--workers must be at least 1")
+    run_cache = _run_cache(args) if args.cache_dir else None
+    state = run_cache.state() if run_cache else None
+    if run_cache is not None:
+        hit = run_cache.lookup(state)
+        if hit is not None:  # nothing under the roots changed: the stored output, as is
+            sys.stdout.buffer.write(hit.output)
+            sys.stdout.flush()
+            return hit.exit_code
+    from bf_assets.review import ReviewOptions, all_publishable, review_roots
+
     opts = ReviewOptions(
         tasks_dir=args.tasks,
         plan_path=args.plan,
@@ -158,12 +175,41 @@ def _review(args: argparse.Namespace) -> int:
         report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
-    if args.json:
-        _write_json(report, sys.stdout.buffer)
-    else:
-        _table(report, sys.stdout)
-    sys.stdout.flush()
-    return EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
+    code = EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
+    spool = run_cache.spool() if run_cache else None
+    try:
+        from bf_assets.runcache import Tee
+
+        out = Tee(sys.stdout.buffer, spool)
+        if args.json:
+            _write_json(report, out)  # type: ignore[arg-type]
+        else:
+            _table(report, out)  # type: ignore[arg-type]
+        sys.stdout.flush()
+        if spool is not None and out.spool is not None:
+            spool.close()
+            run_cache.store(state, spool.name, code)  # type: ignore[union-attr]
+    finally:
+        if spool is not None:
+            spool.close()
+            with contextlib.suppress(OSError):
+                os.unlink(spool.name)
+    return code
+
+
+def _run_cache(args: argparse.Namespace) -> RunCache:
+    from bf_assets.runcache import RunCache, RunKey
+
+    return RunCache(
+        args.cache_dir,
+        RunKey(
+            mode="json" if args.json else "table",
+            roots=tuple(os.path.abspath(p) for p in args.paths),
+            tasks_dir=os.path.abspath(args.tasks) if args.tasks else None,
+            plan_path=os.path.abspath(args.plan) if args.plan else None,
+            quarantine_path=os.path.abspath(args.quarantine) if args.quarantine else None,
+        ),
+    )
 
 
 EXIT_BLOCKED = 3

@@ -91,3 +91,15 @@ def test_a_corrupt_entry_is_a_miss_not_a_crash(
         entry.write_text("{not json")
     again = _review(trial, tmp_path / "c", calls, monkeypatch)
     assert calls == ["scan", "scan"] and again.to_json() == first.to_json()
+
+
+def test_a_linked_file_whose_target_changes_is_a_miss(
+    trial: Trial, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calls: list[str]
+) -> None:
+    outside = tmp_path / "notes.txt"
+    outside.write_text("first")
+    (trial.path / "artifacts" / "notes.txt").symlink_to(outside)
+    _review(trial, tmp_path / "c", calls, monkeypatch)
+    outside.write_text("second, longer")
+    _review(trial, tmp_path / "c", calls, monkeypatch)
+    assert calls == ["scan", "scan"]

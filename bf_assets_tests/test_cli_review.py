@@ -107,7 +107,7 @@ def test_a_crash_is_exit_2_never_1(
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("internal failure")
 
-    monkeypatch.setattr(cli, "review_roots", boom)
+    monkeypatch.setattr("bf_assets.review.review_roots", boom)
     code, _, err = _run(["review", str(healthy.root), "--json"], capsys)
     assert code == 2 and "internal error" in err
 

@@ -1,0 +1,190 @@
+"""The run-level review cache: ``bf-assets review --cache-dir`` over an unchanged corpus
+prints the stored output without reading or reviewing any trial.
+
+An entry is keyed by everything the output depends on besides the run roots' contents
+(the review code, the output mode, the roots, the options, the task tree, the plan and
+quarantine files) and holds the *state* of the run roots: a digest over one ``lstat`` of
+every entry under every root (path, mode, size, mtime, ctime, inode; a link adds its target
+and the target's own stat).  Any file changed, added, removed or renamed anywhere under a
+root changes the state, and the review runs again (trial by trial through the per-trial
+cache in ``bf_assets.cache``).  The state is taken before the review and again after it;
+an entry is stored only when the two agree, so output from a corpus that changed while it
+was read is never kept.  The stored output is checked against its sha256 before it is
+served.
+
+This module imports nothing of the review code: a hit costs a walk of the roots.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from bf_assets.cache import code_digest, link_target_state, tree_digest
+
+FORMAT = 1
+
+
+def roots_state(roots: Sequence[str]) -> str | None:
+    """Digest of the stat of every entry under every root; None when a root cannot be walked.
+
+    Directory order is whatever ``scandir`` gives: an order change is a miss, never a wrong
+    hit."""
+    h = hashlib.blake2b(digest_size=32)
+    try:
+        for root in roots:
+            st = os.stat(root)
+            h.update(b"root\0%s\0%d\0%d\n" % (os.fsencode(root), st.st_ino, st.st_ctime_ns))
+            stack = [root]
+            while stack:
+                with os.scandir(stack.pop()) as it:
+                    for e in it:
+                        st = e.stat(follow_symlinks=False)
+                        h.update(
+                            b"%s\0%d\0%d\0%d\0%d\0%d\n"
+                            % (
+                                os.fsencode(e.path),
+                                st.st_mode,
+                                st.st_size,
+                                st.st_mtime_ns,
+                                st.st_ctime_ns,
+                                st.st_ino,
+                            )
+                        )
+                        if stat.S_ISDIR(st.st_mode):
+                            stack.append(e.path)
+                        elif stat.S_ISLNK(st.st_mode):
+                            target = f"{os.readlink(e.path)}\0{link_target_state(e.path)}\n"
+                            h.update(os.fsencode(target))
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _file_state(path: str | None) -> str:
+    """A plan or quarantine file by content (they are small): an edit is always a miss."""
+    if not path:
+        return "-"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+@dataclass(slots=True)
+class RunKey:
+    mode: str  # "json" or "table"
+    roots: tuple[str, ...]
+    tasks_dir: str | None = None
+    plan_path: str | None = None
+    quarantine_path: str | None = None
+    limits: str = ""
+
+    def digest(self) -> str:
+        parts = [
+            f"format {FORMAT}",
+            code_digest(),
+            self.mode,
+            *self.roots,
+            f"tasks {self.tasks_dir}",
+            tree_digest(self.tasks_dir),
+            f"plan {self.plan_path}",
+            _file_state(self.plan_path),
+            f"quarantine {self.quarantine_path}",
+            _file_state(self.quarantine_path),
+            self.limits,
+        ]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclass(slots=True)
+class Hit:
+    output: bytes
+    exit_code: int
+
+
+class RunCache:
+    """One entry per key (the latest state wins): ``<dir>/runs/<key>.json`` + ``.out``."""
+
+    def __init__(self, directory: str | os.PathLike[str], key: RunKey) -> None:
+        self.dir = Path(directory) / "runs"
+        self.key = key.digest()
+        self.roots = key.roots
+
+    @property
+    def _meta(self) -> Path:
+        return self.dir / f"{self.key}.json"
+
+    @property
+    def _blob(self) -> Path:
+        return self.dir / f"{self.key}.out"
+
+    def state(self) -> str | None:
+        return roots_state(self.roots)
+
+    def lookup(self, state: str | None) -> Hit | None:
+        if state is None:
+            return None
+        try:
+            meta = orjson.loads(self._meta.read_bytes())
+            if meta.get("format") != FORMAT or meta.get("state") != state:
+                return None
+            output = self._blob.read_bytes()
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            return None
+        if hashlib.sha256(output).hexdigest() != meta.get("sha256"):
+            return None  # torn or tampered: review again
+        code = meta.get("exit")
+        return Hit(output, code) if isinstance(code, int) else None
+
+    def store(self, state: str | None, output_file: str, exit_code: int) -> None:
+        """Keep ``output_file`` (moved into the cache) for ``state``; a no-op when the roots
+        changed during the review (the state differs now) or the cache cannot be written."""
+        try:
+            if state is None or self.state() != state:
+                return
+            h = hashlib.sha256()
+            with open(output_file, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+            self.dir.mkdir(parents=True, exist_ok=True)
+            os.replace(output_file, self._blob)
+            meta = {"format": FORMAT, "state": state, "sha256": h.hexdigest(), "exit": exit_code}
+            fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(orjson.dumps(meta))
+            os.replace(tmp, self._meta)
+        except OSError:
+            return
+
+    def spool(self) -> tempfile._TemporaryFileWrapper[bytes] | None:
+        """A temporary file in the cache for the output being produced (None if unwritable)."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            return tempfile.NamedTemporaryFile(dir=self.dir, suffix=".tmp", delete=False)
+        except OSError:
+            return None
+
+
+class Tee:
+    """Writes to the real output and to the spool; losing the spool never loses output."""
+
+    def __init__(self, out: object, spool: object | None) -> None:
+        self.out = out
+        self.spool = spool
+
+    def write(self, data: bytes) -> int:
+        self.out.write(data)  # type: ignore[attr-defined]
+        if self.spool is not None:
+            try:
+                self.spool.write(data)  # type: ignore[attr-defined]
+            except OSError:
+                self.spool = None
+        return len(data)
