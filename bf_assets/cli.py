@@ -130,9 +130,9 @@ def _write_json(report: ReviewReport, out: BinaryIO) -> None:
     """``{"trials": [...], "summary": {...}}`` written one trial at a time (no second copy of
     every trial in memory)."""
     out.write(b'{\n  "trials": [')
-    for n, t in enumerate(report.trials):
+    for n, data in enumerate(report.trial_json()):
         out.write(b"\n    " if n == 0 else b",\n    ")
-        out.write(orjson.dumps(t.to_json()))
+        out.write(data)
     out.write(b'\n  ],\n  "summary": ')
     out.write(orjson.dumps(report.summary))
     out.write(b"\n}\n")
@@ -160,7 +160,7 @@ def _review(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(hit.output)
             sys.stdout.flush()
             return hit.exit_code
-    from bf_assets.review import ReviewOptions, all_publishable, review_roots
+    from bf_assets.review import ReviewOptions, review_roots
 
     opts = ReviewOptions(
         tasks_dir=args.tasks,
@@ -172,9 +172,20 @@ def _review(args: argparse.Namespace) -> int:
     from bf_assets.dataset import PlanError, QuarantineError
 
     try:
-        report = review_roots(args.paths, opts, progress=_Progress(sys.stderr))
+        report = review_roots(args.paths, opts, progress=_Progress(sys.stderr), spill=args.json)
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
+    try:
+        return _print_review(args, report, run_cache, state)
+    finally:
+        report.close()
+
+
+def _print_review(
+    args: argparse.Namespace, report: ReviewReport, run_cache: RunCache | None, state: str | None
+) -> int:
+    from bf_assets.review import all_publishable
+
     code = EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
     spool = run_cache.spool() if run_cache else None
     try:

@@ -11,11 +11,13 @@ import multiprocessing
 import os
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, ReleaseVerdict, Severity, Verdict
@@ -26,6 +28,7 @@ from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
 from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
+from bf_assets.spill import Interner, Spill, final_json
 
 # What reading a hostile trial can raise despite the readers' guards: turned into a finding
 # on that trial so one trial never stops a batch.
@@ -204,65 +207,130 @@ class ReviewReport:
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
     dataset: Any = None  # bf_assets.dataset.assemble.DatasetReview
+    spill: Spill | None = None  # the trials' full JSON when reviewed with spill=True
+    spilled_verdicts: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"trials": [t.to_json() for t in self.trials], "summary": self.summary}
+        return {
+            "trials": [orjson.loads(b) for b in self.trial_json()],
+            "summary": self.summary,
+        }
+
+    def trial_json(self) -> Iterator[bytes]:
+        """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order."""
+        if self.spill is None:
+            for t in self.trials:
+                yield orjson.dumps(t.to_json())
+            return
+        from bf_assets.dataset.common import trial_key
+
+        extra = self.dataset.coverage.trial_findings if self.dataset is not None else {}
+        for i, t in enumerate(self.trials):
+            yield final_json(
+                self.spill.get(i),
+                extra.get(trial_key(t), []),
+                t.verdict,
+                self.spilled_verdicts[i],
+            )
+
+    def close(self) -> None:
+        if self.spill is not None:
+            self.spill.close()
 
 
 PARALLEL_MIN_TRIALS = 64
 CHUNK = 32
 
 
-def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
-    return [review_trial(ref, options) for ref in refs]
+def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions, spill: bool) -> list[Any]:
+    """Reviews of ``refs``; with ``spill``, each as ``(its JSON bytes, the review)`` so the
+    serialisation happens in the worker."""
+    out: list[Any] = []
+    for ref in refs:
+        r = review_trial(ref, options)
+        out.append((orjson.dumps(r.to_json()), r) if spill else r)
+    return out
 
 
 def review_refs(
     refs: Sequence[TrialRef],
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
+    spill: Spill | None = None,
 ) -> list[TrialReview]:
-    """Review trials in order; large batches are spread over worker processes (all cores)."""
+    """Review trials in order; large batches are spread over worker processes (all cores).
+
+    With ``spill``, each trial's full JSON goes to the spill file and the returned reviews
+    are slim (``bf_assets.spill``): memory stays flat however many trials there are."""
     opts = options or ReviewOptions()
     clear_path_cache()
+    out: list[Any] = [None] * len(refs)
+    interner = Interner() if spill is not None else None
+
+    def keep(i: int, item: Any) -> None:
+        if interner is None or spill is None:
+            out[i] = item
+            return
+        data, review = item
+        spill.put(i, data)
+        out[i] = interner.review(review)
+        out[i].ref = refs[i]  # the discovery's own object, not a second copy
+
     workers = min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
     if workers <= 1 or len(refs) < PARALLEL_MIN_TRIALS:
-        out = []
-        for i, ref in enumerate(refs, start=1):
-            out.append(review_trial(ref, opts))
+        for i, ref in enumerate(refs):
+            keep(i, _review_chunk([ref], opts, spill is not None)[0])
             if progress is not None:
-                progress(i, len(refs), ref)
+                progress(i + 1, len(refs), ref)
         return out
-    chunks = [list(refs[i : i + CHUNK]) for i in range(0, len(refs), CHUNK)]
-    results: list[list[TrialReview]] = [[] for _ in chunks]
+    starts = range(0, len(refs), CHUNK)
     done = 0
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = {pool.submit(_review_chunk, chunk, opts): n for n, chunk in enumerate(chunks)}
+        futures = {
+            pool.submit(_review_chunk, refs[i : i + CHUNK], opts, spill is not None): i
+            for i in starts
+        }
         for fut in as_completed(futures):
-            n = futures[fut]
-            results[n] = fut.result()
-            done += len(chunks[n])
+            start = futures[fut]
+            items = fut.result()
+            for k, item in enumerate(items):
+                keep(start + k, item)
+            done += len(items)
             if progress is not None:
-                progress(done, len(refs), chunks[n][-1])
-    return [r for chunk in results for r in chunk]
+                progress(done, len(refs), refs[start + len(items) - 1])
+    return out
 
 
 def review_roots(
     roots: Sequence[str | os.PathLike[str]],
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
+    *,
+    spill: bool = False,
 ) -> ReviewReport:
+    """Discover, review and assemble.  ``spill=True`` (the CLI) keeps slim reviews in
+    memory and each trial's JSON on disk: read it back with ``ReviewReport.trial_json``;
+    close the report when done."""
     from bf_assets.dataset.assemble import assemble  # the dataset layer builds on this module
 
     opts = options or ReviewOptions()
     disc = discover(roots)
-    trials = review_refs(disc.trials, opts, progress)
-    ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
+    store = Spill(len(disc.trials)) if spill else None
+    try:
+        trials = review_refs(disc.trials, opts, progress, spill=store)
+        before = [t.verdict for t in trials] if store is not None else []
+        ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
     summary = summarize(ds.trials)
     summary.update(ds.summary())
     report = ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary)
     report.dataset = ds
+    report.spill = store
+    report.spilled_verdicts = before
     return report
 
 

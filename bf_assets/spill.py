@@ -1,0 +1,111 @@
+"""Flat memory for big batches: each trial's full review goes to a spill file as the JSON
+the CLI prints, and only a slim review (what the dataset layer reads) stays in memory.
+
+The dataset layer (coverage, quarantine, release verdict) reads a trial's identity, ref,
+outcome, health, verdict, reward and its findings' check, severity, file and line, never
+messages, evidence, file inventories or skill details.  A slim review keeps exactly that,
+with repeated strings and findings shared between trials, so 20,000 trials cost a few MB.
+When the dataset review adds findings to a trial or changes its verdict, its spilled JSON
+is patched on the way out (``final_json``); otherwise the spilled bytes are printed as is.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from array import array
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from bf_assets.findings import Finding, sort_findings
+from bf_assets.ingest.identity import Identity
+
+if TYPE_CHECKING:
+    from bf_assets.review import TrialReview
+
+_IDENTITY_TEXT = (
+    "task_id",
+    "harness",
+    "model",
+    "skill_mode",
+    "sandbox",
+    "job",
+    "rollout",
+    "source_ref",
+    "task_digest",
+)
+
+
+class Interner:
+    """Shares equal strings and equal slim findings between trials."""
+
+    def __init__(self) -> None:
+        self.findings: dict[Finding, Finding] = {}
+
+    def text(self, s: str | None) -> str | None:
+        return sys.intern(s) if isinstance(s, str) else s
+
+    def finding(self, f: Finding) -> Finding:
+        slim = Finding(
+            sys.intern(f.check), sys.intern(f.severity), "", self.text(f.file), f.line, None
+        )
+        return self.findings.setdefault(slim, slim)
+
+    def identity(self, ident: Identity) -> Identity:
+        kw: dict[str, Any] = {name: self.text(getattr(ident, name)) for name in _IDENTITY_TEXT}
+        return Identity(
+            trial_index=ident.trial_index, started_at=ident.started_at, sources={}, **kw
+        )
+
+    def review(self, r: TrialReview) -> TrialReview:
+        return replace(
+            r,
+            identity=self.identity(r.identity),
+            layout=sys.intern(r.layout),
+            outcome=sys.intern(r.outcome),
+            verdict=sys.intern(r.verdict),
+            attribution=sys.intern(r.attribution),
+            findings=[self.finding(f) for f in r.findings],
+            files=[],
+            skills={},
+        )
+
+
+class Spill:
+    """Per-trial JSON bytes in an anonymous temporary file, addressed by trial index."""
+
+    def __init__(self, n: int) -> None:
+        self.file = tempfile.TemporaryFile(prefix="bf-assets-review-")  # noqa: SIM115 (closed by close())
+        self.offset = array("q", [0]) * n
+        self.length = array("q", [-1]) * n
+        self.end = 0
+
+    def put(self, index: int, data: bytes) -> None:
+        self.file.seek(self.end)
+        self.file.write(data)
+        self.offset[index], self.length[index] = self.end, len(data)
+        self.end += len(data)
+
+    def get(self, index: int) -> bytes:
+        n = self.length[index]
+        if n < 0:
+            raise KeyError(f"trial {index} was never spilled")
+        self.file.seek(self.offset[index])
+        return self.file.read(n)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def final_json(spilled: bytes, extra: list[Finding], verdict: str, old_verdict: str) -> bytes:
+    """The spilled trial JSON with the dataset review's findings and verdict applied (the
+    same result as serialising the assembled review)."""
+    if not extra and verdict == old_verdict:
+        return spilled
+    data = orjson.loads(spilled)
+    findings = [Finding.from_dict(f) for f in data["findings"]] + list(extra)
+    data["findings"] = [f.to_dict() for f in sort_findings(findings)]
+    data["verdict"] = verdict
+    return orjson.dumps(data)

@@ -1,0 +1,50 @@
+"""Spilled reviews (the CLI's flat-memory path) print exactly what the in-memory review
+prints, including trials whose findings or verdict the dataset review changed."""
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from bf_assets.review import ReviewOptions, review_roots
+from bf_assets.sample.generator import generate_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("spill")
+    generate_corpus(out, 80, seed=3)
+    return out
+
+
+def _quarantine(corpus: Path, tmp_path: Path) -> Path:
+    job = sorted((corpus / "jobs").iterdir())[0]
+    trial = sorted(p for p in job.iterdir() if p.is_dir())[0]
+    q = tmp_path / "quarantine.yaml"
+    q.write_text(
+        f"- trial: {job.name}/{trial.name}\n  action: quarantine\n"
+        '  reason: "looked too good"\n  by: reviewer\n  at: 2026-11-03\n'
+    )
+    return q
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_spilled_output_equals_the_in_memory_review(
+    corpus: Path, tmp_path: Path, workers: int
+) -> None:
+    opts = ReviewOptions(workers=workers, quarantine_path=str(_quarantine(corpus, tmp_path)))
+    full = review_roots([corpus / "jobs"], opts)
+    slim = review_roots([corpus / "jobs"], opts, spill=True)
+    try:
+        assert [orjson.loads(b) for b in slim.trial_json()] == [t.to_json() for t in full.trials]
+        assert slim.summary == full.summary
+        assert slim.to_json() == full.to_json()
+    finally:
+        slim.close()
+    # the patch path was exercised: the dataset review changed some trials
+    assert full.dataset.coverage.trial_findings
+    assert "quarantined" in full.summary["by_verdict"]
+    # and the slim reviews kept no file inventories, skills or per-trial messages in memory
+    assert all(not t.files and not t.skills for t in slim.trials)
+    kept = [f for t in slim.trials for f in t.findings if not f.check.startswith("COVERAGE_")]
+    assert kept and all(f.message == "" and f.evidence is None for f in kept)
