@@ -28,7 +28,7 @@ from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
 from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
-from bf_assets.spill import Interner, Spill, final_json
+from bf_assets.spill import Interner, Spill, final_json, slim
 
 # What reading a hostile trial can raise despite the readers' guards: turned into a finding
 # on that trial so one trial never stops a batch.
@@ -248,7 +248,7 @@ def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions, spill: bool)
     out: list[Any] = []
     for ref in refs:
         r = review_trial(ref, options)
-        out.append((orjson.dumps(r.to_json()), r) if spill else r)
+        out.append((orjson.dumps(r.to_json()), slim(r)) if spill else r)
     return out
 
 
@@ -292,7 +292,7 @@ def review_refs(
             for i in starts
         }
         for fut in as_completed(futures):
-            start = futures[fut]
+            start = futures.pop(fut)  # a finished future holds its result: let it go
             items = fut.result()
             for k, item in enumerate(items):
                 keep(start + k, item)

@@ -73,6 +73,14 @@ class Interner:
         )
 
 
+def slim(r: TrialReview) -> TrialReview:
+    """What travels back from a worker: no inventory, skills, sources, messages or evidence
+    (the receiving side then shares equal strings with ``Interner.review``)."""
+    ident = replace(r.identity, sources={})
+    findings = [Finding(f.check, f.severity, "", f.file, f.line, None) for f in r.findings]
+    return replace(r, identity=ident, findings=findings, files=[], skills={})
+
+
 class Spill:
     """Per-trial JSON bytes in an anonymous temporary file, addressed by trial index."""
 

@@ -23,7 +23,12 @@ from bf_assets.dataset.quarantine import (
     effective_verdicts,
     load_quarantine,
 )
-from bf_assets.dataset.release import ReleaseAssessment, assess_release, export_candidates
+from bf_assets.dataset.release import (
+    ReleaseAssessment,
+    ReleaseReason,
+    assess_release,
+    export_candidates,
+)
 from bf_assets.dataset.report import render_report
 from bf_assets.findings import sort_findings
 from bf_assets.review import TrialReview
@@ -54,10 +59,28 @@ class DatasetReview:
             "quarantine_entries": len(self.entries),
             "exported": len(self.exports),
             "release_verdict": self.release_verdict,
-            "release_reasons": [
-                r.text() if callable(r.text) else r.text for r in self.assessment.decisive()
-            ],
+            "release_reasons": reason_lines(self.assessment.decisive()),
         }
+
+
+REASON_EXAMPLES = 3
+
+
+def reason_lines(reasons: Sequence[ReleaseReason]) -> list[str]:
+    """The decisive reasons, one line per kind: a kind that concerns many trials is counted
+    with a few examples instead of listed trial by trial (the report lists them all)."""
+    by_kind: dict[str, list[ReleaseReason]] = defaultdict(list)
+    for r in reasons:
+        by_kind[r.kind].append(r)
+    lines = []
+    for kind, rs in by_kind.items():
+        if len(rs) == 1:
+            lines.append(rs[0].text())
+            continue
+        shown = ", ".join(r.subject for r in rs[:REASON_EXAMPLES])
+        more = ", ..." if len(rs) > REASON_EXAMPLES else ""
+        lines.append(f"{kind.replace('_', ' ')}: {len(rs)} trials (e.g. {shown}{more})")
+    return lines
 
 
 def probe_rewards(
@@ -95,6 +118,9 @@ def assemble(
     for r in reviews:
         key = trial_key(r)
         extra = cov.trial_findings.get(key, [])
+        if not extra and verdicts[key] == r.verdict and r.findings == sort_findings(r.findings):
+            merged.append(r)  # unchanged: no second copy
+            continue
         merged.append(
             replace(r, findings=sort_findings([*r.findings, *extra]), verdict=verdicts[key])
         )

@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -64,18 +65,17 @@ class Discovery:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason) for near-misses
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _job_key(job_dir: Path, root: Path) -> str:
-    base = root.parent
-    try:
-        rel = job_dir.relative_to(base)
-    except ValueError:
-        return job_dir.name or "root"
-    key = rel.as_posix()
-    return job_dir.name if key in ("", ".") else key
+def _job_key(job_dir: str, root: str) -> str:
+    base = os.path.dirname(root)
+    name = os.path.basename(job_dir)
+    if not _within(job_dir, base):
+        return name or "root"
+    key = os.path.relpath(job_dir, base).replace(os.sep, "/")
+    return name if key in ("", ".") else key
 
 
 _PRODUCTION_HEAD = re.compile(rb'\A\s*\{\s*"task_name"\s*:\s*"[^"\\]*"\s*,\s*"rollout_name"\s*:')
@@ -144,19 +144,23 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
 
 
 def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
-    """Walk every root; return each trial once (sorted by root, then path) and near-misses."""
+    """Walk every root; return each trial once (sorted by root, then path) and near-misses.
+
+    The walk works on plain strings (no ``Path`` per directory: pathlib interns every
+    component it parses, which would grow with the corpus)."""
     out = Discovery()
     seen_real: set[str] = set()
     for root_in in roots:
-        root = Path(os.path.abspath(root_in))
-        if not root.is_dir():
+        root_s = os.path.abspath(root_in)
+        root = Path(root_s)
+        if not os.path.isdir(root_s):
             raise NotADirectoryError(f"run root {root_in} is not a directory")
-        real_root = Path(os.path.realpath(root))
+        real_root = os.path.realpath(root_s)
         found: list[TrialRef] = []
-        stack: list[tuple[Path, str]] = [(root, str(real_root))]
+        stack: list[tuple[str, str]] = [(root_s, real_root)]
         # Linked directories inside the root are walked after every real one, so a trial is
         # reported under its real path whatever the link is called ("0-latest" -> job).
-        linked: list[tuple[Path, str]] = []
+        linked: list[tuple[str, str]] = []
         while stack or linked:
             d, real = stack.pop() if stack else linked.pop(0)
             if real in seen_real:
@@ -165,30 +169,30 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
             try:
                 entries = list(os.scandir(d))
             except OSError as exc:
-                out.skipped.append((str(d), f"cannot list directory: {exc.strerror}"))
+                out.skipped.append((d, f"cannot list directory: {exc.strerror}"))
                 continue
             names = {e.name for e in entries if not e.name.endswith(".tmp")}
-            layout, reason = _classify(d, names, root)
+            layout, reason = _classify(Path(d), names, root)
             if reason:
-                out.skipped.append((str(d), reason))
+                out.skipped.append((d, reason))
             is_trial = layout is not None
             if is_trial:
-                found.append(_ref(root, d, layout or Layout.UNKNOWN.value))
+                found.append(_ref(root_s, d, layout or Layout.UNKNOWN.value))
             for e in sorted(entries, key=lambda e: e.name, reverse=True):
                 if e.name.startswith(".") or e.name in SKIP_DIRS or e.name.endswith(".tmp"):
                     continue
                 if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
                     continue
-                child = d / e.name
+                child = e.path
                 try:
                     if e.is_symlink():
-                        target = Path(os.path.realpath(child))
-                        if not target.is_dir():
+                        target = os.path.realpath(child)
+                        if not os.path.isdir(target):
                             continue
                         if not _within(target, real_root):
-                            _note_escaping_link(out, found, root, child)
+                            _note_escaping_link(out, found, root_s, child)
                             continue
-                        linked.append((child, str(target)))
+                        linked.append((child, target))
                         continue
                     if not e.is_dir(follow_symlinks=False):
                         continue
@@ -200,7 +204,7 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
     return out
 
 
-def _note_escaping_link(out: Discovery, found: list[TrialRef], root: Path, link: Path) -> None:
+def _note_escaping_link(out: Discovery, found: list[TrialRef], root: str, link: str) -> None:
     """A directory link leaving the root: a trial if its name says so, else a near-miss."""
     try:
         names = set(os.listdir(link))
@@ -212,19 +216,19 @@ def _note_escaping_link(out: Discovery, found: list[TrialRef], root: Path, link:
             TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
         )
     else:
-        out.skipped.append((str(link), "directory link leaves the run root; not followed"))
+        out.skipped.append((link, "directory link leaves the run root; not followed"))
 
 
-def _ref(root: Path, d: Path, layout: str) -> TrialRef:
-    rel = d.relative_to(root).as_posix() if d != root else "."
-    job_dir = d.parent
+def _ref(root: str, d: str, layout: str) -> TrialRef:
+    rel = os.path.relpath(d, root).replace(os.sep, "/") if d != root else "."
+    job_dir = os.path.dirname(d)
     return TrialRef(
-        root=str(root),
-        path=str(d),
+        root=root,
+        path=d,
         rel_path=rel,
-        job_key=_job_key(job_dir, root),
-        job=job_dir.name,
-        rollout=d.name,
+        job_key=sys.intern(_job_key(job_dir, root)),  # shared by every trial of the job
+        job=sys.intern(os.path.basename(job_dir)),
+        rollout=os.path.basename(d),
         layout=layout,
     )
 
