@@ -24,7 +24,7 @@ from bf_assets.contract import Outcome, ReleaseVerdict, Severity, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.gate.verdict import verdict_of
-from bf_assets.ingest.discovery import TrialRef, discover
+from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
 from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
 from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
@@ -315,10 +315,21 @@ def review_roots(
     from bf_assets.dataset.assemble import assemble  # the dataset layer builds on this module
 
     opts = options or ReviewOptions()
-    disc = discover(roots)
-    store = Spill(len(disc.trials)) if spill else None
+    store: Spill | None = None
+    if spill:
+        store = Spill()
+        walk = _WalkReview(opts, store, progress)
+        try:
+            trials = walk.run(roots)
+        except BaseException:
+            store.close()
+            raise
+        skipped = walk.skipped
+    else:
+        disc = discover(roots)
+        trials = review_refs(disc.trials, opts, progress)
+        skipped = disc.skipped
     try:
-        trials = review_refs(disc.trials, opts, progress, spill=store)
         before = [t.verdict for t in trials] if store is not None else []
         ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
     except BaseException:
@@ -327,11 +338,90 @@ def review_roots(
         raise
     summary = summarize(ds.trials)
     summary.update(ds.summary())
-    report = ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary)
+    report = ReviewReport([str(r) for r in roots], ds.trials, skipped, summary)
     report.dataset = ds
     report.spill = store
     report.spilled_verdicts = before
     return report
+
+
+class _WalkReview:
+    """Review trials while the walk is still finding them (the CLI path): chunks go to the
+    worker pool as soon as they are discovered, full reviews to the spill file, slim ones
+    stay; at the end everything is put in ``discover``'s order."""
+
+    def __init__(self, opts: ReviewOptions, store: Spill, progress: ProgressFn | None) -> None:
+        self.opts = opts
+        self.store = store
+        self.progress = progress
+        self.skipped: list[tuple[str, str]] = []
+        self.walked: list[tuple[int, TrialRef]] = []
+        self.results: list[Any] = []
+        self.interner = Interner()
+        self.done = 0
+
+    def keep(self, p: int, item: tuple[bytes, TrialReview]) -> None:
+        data, review = item
+        self.store.put(p, data)
+        slim_review = self.interner.review(review)
+        slim_review.ref = self.walked[p][1]  # the walk's own object, not a second copy
+        self.results[p] = slim_review
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.walked), slim_review.ref)
+
+    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
+        clear_path_cache()
+        walk = walk_roots(roots, self.skipped)
+        for item in walk:  # a small batch is reviewed in this process
+            self._found(item)
+            if len(self.walked) >= PARALLEL_MIN_TRIALS:
+                break
+        workers = self.opts.workers or os.cpu_count() or 1
+        if workers > 1 and len(self.walked) >= PARALLEL_MIN_TRIALS:
+            self._parallel(walk, workers)
+        else:
+            for item in walk:
+                self._found(item)
+            for p, (_, ref) in enumerate(self.walked):
+                self.keep(p, _review_chunk([ref], self.opts, True)[0])
+        order = sorted(
+            range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
+        )
+        self.store.reorder(order)
+        return [self.results[p] for p in order]
+
+    def _found(self, item: tuple[int, TrialRef]) -> None:
+        self.walked.append(item)
+        self.results.append(None)
+
+    def _parallel(self, walk: Iterator[tuple[int, TrialRef]], workers: int) -> None:
+        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        pending: dict[Any, int] = {}
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            sent = 0
+
+            def send(upto: int) -> None:
+                nonlocal sent
+                while sent < upto:
+                    refs = [ref for _, ref in self.walked[sent : min(sent + CHUNK, upto)]]
+                    pending[pool.submit(_review_chunk, refs, self.opts, True)] = sent
+                    sent += len(refs)
+
+            for item in walk:
+                self._found(item)
+                if len(self.walked) - sent >= CHUNK:
+                    send(len(self.walked))
+                    self._collect(pending, block=False)
+            send(len(self.walked))
+            self._collect(pending, block=True)
+
+    def _collect(self, pending: dict[Any, int], *, block: bool) -> None:
+        ready = as_completed(list(pending)) if block else [f for f in pending if f.done()]
+        for fut in ready:
+            start = pending.pop(fut)  # a finished future holds its result: let it go
+            for k, item in enumerate(fut.result()):
+                self.keep(start + k, item)
 
 
 def release_verdict(trials: Iterable[TrialReview]) -> str:

@@ -84,13 +84,26 @@ def slim(r: TrialReview) -> TrialReview:
 class Spill:
     """Per-trial JSON bytes in an anonymous temporary file, addressed by trial index."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int = 0) -> None:
         self.file = tempfile.TemporaryFile(prefix="bf-assets-review-")  # noqa: SIM115 (closed by close())
         self.offset = array("q", [0]) * n
         self.length = array("q", [-1]) * n
         self.end = 0
 
+    def reserve(self, n: int) -> None:
+        """Room for ``n`` trials in all (the count grows while the walk goes on)."""
+        if n > len(self.offset):
+            grow = n - len(self.offset)
+            self.offset.extend([0] * grow)
+            self.length.extend([-1] * grow)
+
+    def reorder(self, order: list[int]) -> None:
+        """Index ``i`` becomes what index ``order[i]`` was."""
+        self.offset = array("q", (self.offset[p] for p in order))
+        self.length = array("q", (self.length[p] for p in order))
+
     def put(self, index: int, data: bytes) -> None:
+        self.reserve(index + 1)
         self.file.seek(self.end)
         self.file.write(data)
         self.offset[index], self.length[index] = self.end, len(data)

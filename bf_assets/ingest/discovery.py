@@ -15,7 +15,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -144,67 +144,89 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
 
 
 def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
-    """Walk every root; return each trial once (sorted by root, then path) and near-misses.
-
-    The walk works on plain strings (no ``Path`` per directory: pathlib interns every
-    component it parses, which would grow with the corpus)."""
+    """Walk every root; return each trial once (sorted by root, then path) and near-misses."""
     out = Discovery()
-    seen_real: set[str] = set()
-    for root_in in roots:
-        root_s = os.path.abspath(root_in)
-        root = Path(root_s)
-        if not os.path.isdir(root_s):
-            raise NotADirectoryError(f"run root {root_in} is not a directory")
-        real_root = os.path.realpath(root_s)
-        found: list[TrialRef] = []
-        stack: list[tuple[str, str]] = [(root_s, real_root)]
-        # Linked directories inside the root are walked after every real one, so a trial is
-        # reported under its real path whatever the link is called ("0-latest" -> job).
-        linked: list[tuple[str, str]] = []
-        while stack or linked:
-            d, real = stack.pop() if stack else linked.pop(0)
-            if real in seen_real:
-                continue
-            seen_real.add(real)
-            try:
-                entries = list(os.scandir(d))
-            except OSError as exc:
-                out.skipped.append((d, f"cannot list directory: {exc.strerror}"))
-                continue
-            names = {e.name for e in entries if not e.name.endswith(".tmp")}
-            layout, reason = _classify(Path(d), names, root)
-            if reason:
-                out.skipped.append((d, reason))
-            is_trial = layout is not None
-            if is_trial:
-                found.append(_ref(root_s, d, layout or Layout.UNKNOWN.value))
-            for e in sorted(entries, key=lambda e: e.name, reverse=True):
-                if e.name.startswith(".") or e.name in SKIP_DIRS or e.name.endswith(".tmp"):
-                    continue
-                if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
-                    continue
-                child = e.path
-                try:
-                    if e.is_symlink():
-                        target = os.path.realpath(child)
-                        if not os.path.isdir(target):
-                            continue
-                        if not _within(target, real_root):
-                            _note_escaping_link(out, found, root_s, child)
-                            continue
-                        linked.append((child, target))
-                        continue
-                    if not e.is_dir(follow_symlinks=False):
-                        continue
-                except OSError:
-                    continue
-                stack.append((child, os.path.join(real, e.name)))
-        found.sort(key=lambda t: t.rel_path)
-        out.trials.extend(found)
+    per_root: list[list[TrialRef]] = [[] for _ in roots]
+    for i, ref in walk_roots(roots, out.skipped):
+        per_root[i].append(ref)
+    for refs in per_root:
+        out.trials.extend(sort_refs(refs))
     return out
 
 
-def _note_escaping_link(out: Discovery, found: list[TrialRef], root: str, link: str) -> None:
+def sort_refs(refs: Iterable[TrialRef]) -> list[TrialRef]:
+    """The order ``discover`` reports one root's trials in."""
+    return sorted(refs, key=lambda t: t.rel_path)
+
+
+def walk_roots(
+    roots: Sequence[str | os.PathLike[str]], skipped: list[tuple[str, str]]
+) -> Iterator[tuple[int, TrialRef]]:
+    """``(root index, trial)`` for every trial, one at a time in walk order (a caller can
+    review trials while the walk goes on; ``discover`` sorts them).  Near-misses go to
+    ``skipped``.  The walk works on plain strings (no ``Path`` per directory: pathlib interns
+    every component it parses, which would grow with the corpus)."""
+    seen_real: set[str] = set()
+    for i, root_in in enumerate(roots):
+        root_s = os.path.abspath(root_in)
+        if not os.path.isdir(root_s):
+            raise NotADirectoryError(f"run root {root_in} is not a directory")
+        for ref in _walk_root(root_s, skipped, seen_real):
+            yield i, ref
+
+
+def _walk_root(
+    root_s: str, skipped: list[tuple[str, str]], seen_real: set[str]
+) -> Iterator[TrialRef]:
+    root = Path(root_s)
+    real_root = os.path.realpath(root_s)
+    stack: list[tuple[str, str]] = [(root_s, real_root)]
+    # Linked directories inside the root are walked after every real one, so a trial is
+    # reported under its real path whatever the link is called ("0-latest" -> job).
+    linked: list[tuple[str, str]] = []
+    while stack or linked:
+        d, real = stack.pop() if stack else linked.pop(0)
+        if real in seen_real:
+            continue
+        seen_real.add(real)
+        try:
+            entries = list(os.scandir(d))
+        except OSError as exc:
+            skipped.append((d, f"cannot list directory: {exc.strerror}"))
+            continue
+        names = {e.name for e in entries if not e.name.endswith(".tmp")}
+        layout, reason = _classify(Path(d), names, root)
+        if reason:
+            skipped.append((d, reason))
+        is_trial = layout is not None
+        if is_trial:
+            yield _ref(root_s, d, layout or Layout.UNKNOWN.value)
+        for e in sorted(entries, key=lambda e: e.name, reverse=True):
+            if e.name.startswith(".") or e.name in SKIP_DIRS or e.name.endswith(".tmp"):
+                continue
+            if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
+                continue
+            child = e.path
+            try:
+                if e.is_symlink():
+                    target = os.path.realpath(child)
+                    if not os.path.isdir(target):
+                        continue
+                    if not _within(target, real_root):
+                        escaped = _escaping_link(skipped, root_s, child)
+                        if escaped is not None:
+                            yield escaped
+                        continue
+                    linked.append((child, target))
+                    continue
+                if not e.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            stack.append((child, os.path.join(real, e.name)))
+
+
+def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> TrialRef | None:
     """A directory link leaving the root: a trial if its name says so, else a near-miss."""
     try:
         names = set(os.listdir(link))
@@ -212,11 +234,9 @@ def _note_escaping_link(out: Discovery, found: list[TrialRef], root: str, link: 
         names = set()
     if any(m in names for m in TRIAL_MARKERS) or "trajectory" in names:
         ref = _ref(root, link, Layout.UNKNOWN.value)
-        found.append(
-            TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
-        )
-    else:
-        out.skipped.append((link, "directory link leaves the run root; not followed"))
+        return TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
+    skipped.append((link, "directory link leaves the run root; not followed"))
+    return None
 
 
 def _ref(root: str, d: str, layout: str) -> TrialRef:
