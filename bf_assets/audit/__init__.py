@@ -73,6 +73,8 @@ def _allowed_hosts(t: TrialData, task_text: str) -> tuple[set[str], bool]:
                 declared = True
                 hosts.update(h.lower() for h in v if isinstance(h, str))
     for word in task_text.split():
+        if "//" not in word:  # no network location, no host (urlsplit agrees)
+            continue
         h = host_of(word.strip("`'\"()<>[],"))
         if h:
             hosts.add(h)

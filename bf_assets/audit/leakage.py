@@ -75,8 +75,16 @@ class _Scanner:
         self.roots = re.compile("(" + "|".join(roots) + ")")
         self.sandbox = re.compile(rf"(?:^|[\s'\"=:(`]){re.escape(sandbox_dir)}(?:/|\b)")
         self.sandbox_dir = sandbox_dir
+        # One pass that every marker below needs to match (a looser union of them): most
+        # texts touch no skill resource and stop here.
+        loose = [rx.pattern.removeprefix("(?i)") for _, rx in self.names]
+        loose += [*roots, _SKILL_MD.pattern.removeprefix("(?i)"), re.escape(sandbox_dir)]
+        loose.append(ENVELOPES.pattern)
+        self.any = re.compile("|".join(f"(?:{p})" for p in loose), re.IGNORECASE)
 
     def markers(self, text: str) -> list[str]:
+        if not self.any.search(text):
+            return []
         found: list[str] = []
         for n, rx in self.names:
             if rx.search(text):
