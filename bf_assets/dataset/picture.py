@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
-from xml.sax.saxutils import escape, quoteattr
+from html import escape as _html_escape
 
 from bf_assets.dataset.common import show, show_key
 from bf_assets.dataset.coverage import (
@@ -22,6 +22,17 @@ from bf_assets.dataset.coverage import (
     Coverage,
     SlotRow,
 )
+
+
+def escape(text: str) -> str:
+    """XML text escaping (``xml.sax.saxutils`` would pull in ``urllib.request``)."""
+    return _html_escape(text, quote=False)
+
+
+def quoteattr(text: str) -> str:
+    """A double-quoted XML attribute value."""
+    return '"' + _html_escape(text, quote=True) + '"'
+
 
 COLORS = {
     HEALTHY: "#2e7d32",

@@ -28,8 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from bf_assets.dataset.common import Cell, make_cell
 
 TOP_KEYS = ("name", "source", "min_coverage", "matrix")
@@ -200,6 +198,8 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
 
 def load_document(path: str | os.PathLike[str], error: type[ValueError]) -> Any:
     """Read YAML (or JSON, by ``.json`` suffix); parse errors become ``error``."""
+    import yaml  # only when a plan or quarantine file is given
+
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
