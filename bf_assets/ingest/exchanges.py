@@ -14,6 +14,7 @@ of the body is kept beyond what the checks need.
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,53 +171,179 @@ def _gemini_id(fc: dict[str, Any]) -> str:
     return str(fc["id"]) if fc.get("id") else f"gemini-fn:{fc.get('name')}"
 
 
+LIST_KEYS = ("messages", "input", "contents")  # where a request body carries its history
+
+
 def request_call_ids(body: Any) -> set[str]:
     """Tool-call ids a request refers to (assistant calls and tool results), exact values."""
     ids: set[str] = set()
     if not isinstance(body, dict):
         return ids
-    for key in ("messages", "input", "contents"):
+    for key in LIST_KEYS:
         items = body.get(key)
-        if not isinstance(items, list):
-            continue
-        for m in items:
-            if not isinstance(m, dict):
-                continue
-            for k in ("tool_call_id", "call_id", "tool_use_id"):
-                v = m.get(k)
-                if isinstance(v, str) and v:
-                    ids.add(v)
-            if m.get("type") in ("function_call", "function_call_output", "tool_call") and m.get(
-                "id"
-            ):
-                ids.add(str(m["id"]))
-            for call in m.get("tool_calls") or []:
-                if isinstance(call, dict) and (call.get("id") or call.get("tool_call_id")):
-                    ids.add(str(call.get("id") or call.get("tool_call_id")))
-            for part in m.get("parts") if isinstance(m.get("parts"), list) else []:
-                if isinstance(part, dict):
-                    for k in ("functionCall", "functionResponse"):
-                        if isinstance(part.get(k), dict):
-                            ids.add(_gemini_id(part[k]))
-            content = m.get("content")
-            if isinstance(content, list):
-                for block in content:
-                    if not isinstance(block, dict):
-                        continue
-                    if block.get("type") == "tool_use" and block.get("id"):
-                        ids.add(str(block["id"]))
-                    if block.get("type") == "tool_result" and block.get("tool_use_id"):
-                        ids.add(str(block["tool_use_id"]))
+        if isinstance(items, list):
+            _items_call_ids(items, 0, ids)
     return ids
+
+
+def _items_call_ids(items: list[Any], start: int, ids: set[str]) -> None:
+    """Add the tool-call ids of ``items[start:]`` (messages of one list key) to ``ids``."""
+    for i in range(start, len(items)):
+        m = items[i]
+        if not isinstance(m, dict):
+            continue
+        for k in ("tool_call_id", "call_id", "tool_use_id"):
+            v = m.get(k)
+            if isinstance(v, str) and v:
+                ids.add(v)
+        if m.get("type") in ("function_call", "function_call_output", "tool_call") and m.get("id"):
+            ids.add(str(m["id"]))
+        for call in m.get("tool_calls") or []:
+            if isinstance(call, dict) and (call.get("id") or call.get("tool_call_id")):
+                ids.add(str(call.get("id") or call.get("tool_call_id")))
+        for part in m.get("parts") if isinstance(m.get("parts"), list) else []:
+            if isinstance(part, dict):
+                for k in ("functionCall", "functionResponse"):
+                    if isinstance(part.get(k), dict):
+                        ids.add(_gemini_id(part[k]))
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and block.get("id"):
+                    ids.add(str(block["id"]))
+                if block.get("type") == "tool_result" and block.get("tool_use_id"):
+                    ids.add(str(block["tool_use_id"]))
+
+
+_CANONICAL = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
 def canonical_key(body: Any) -> str:
     try:
-        data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+        data = orjson.dumps(body, option=_CANONICAL)
     except (TypeError, orjson.JSONEncodeError):
         # Unencodable (e.g. nested past the encoder's limit): a group of its own.
         data = f"unencodable:{id(body)}".encode()
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(slots=True)
+class _ListMemo:
+    """One list key of the previous request body: its canonical bytes (``[[item, ...]]``),
+    item count, tool-call ids, and a sha256 fed with every byte but the closing ``]]``."""
+
+    data: bytes
+    count: int
+    ids: set[str]
+    hasher: Any
+    items: tuple[Any, ...]  # the items themselves (shared by a reader: no re-serializing)
+
+
+@dataclass(slots=True)
+class RequestFacts:
+    body: Any  # the request body these facts describe
+    key: str  # groups identical bodies (same equivalence as :func:`canonical_key`)
+    call_ids: set[str]
+    fresh: dict[str, int]  # per list key: first item the previous body did not already carry
+
+
+class RequestHistory:
+    """Facts of successive request bodies, each costing about what it adds to the previous.
+
+    Every request repeats the conversation so far, so a list (``messages``, ``input``,
+    ``contents``) usually extends the previous body's list.  Both are serialized canonically
+    (orjson, C speed); when the previous bytes are a prefix of the new ones, the items they
+    cover are equal *with their types* (``1``, ``1.0`` and ``true`` serialize apart, unlike
+    ``==``), so their call ids are reused and the body digest continues from the stored hash
+    state.  Otherwise the list is walked whole, exactly like :func:`request_call_ids`.
+    """
+
+    __slots__ = ("_memo", "_unencodable", "last")
+
+    def __init__(self) -> None:
+        self._memo: dict[str, _ListMemo] = {}
+        self._unencodable = 0
+        self.last: RequestFacts | None = None
+
+    def facts(self, body: dict[str, Any]) -> RequestFacts:
+        lists = {k: body[k] for k in LIST_KEYS if isinstance(body.get(k), list)}
+        parts: list[bytes] = []
+        ok = True
+        try:
+            parts.append(
+                orjson.dumps({k: v for k, v in body.items() if k not in lists}, option=_CANONICAL)
+            )
+        except (TypeError, orjson.JSONEncodeError):
+            ok = False
+        ids: set[str] = set()
+        fresh: dict[str, int] = {}
+        for k, items in lists.items():
+            digest, fresh[k] = self._list(k, items, ids)
+            if digest is None:
+                ok = False
+            else:
+                parts.append(b"\x1e" + k.encode() + digest)
+        if ok:
+            key = hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
+        else:  # a group of its own, like canonical_key
+            self._unencodable += 1
+            key = f"unencodable:{self._unencodable}"
+        self.last = RequestFacts(body, key, ids, fresh)
+        return self.last
+
+    def _list(self, k: str, items: list[Any], ids: set[str]) -> tuple[bytes | None, int]:
+        """Digest of one list (None when unencodable) and the index of its first new item;
+        its call ids are added to ``ids``."""
+        memo = self._memo.get(k)
+        try:
+            data = _shared_data(items, memo) if memo is not None else None
+            if data is None:
+                # Wrapped so the items sit at the depth they have in the body (encoder limit).
+                data = orjson.dumps((items,), option=_CANONICAL)
+        except (TypeError, orjson.JSONEncodeError):
+            self._memo.pop(k, None)
+            _items_call_ids(items, 0, ids)
+            return None, 0
+        if memo is not None and _extends(data, memo):
+            start, own = memo.count, set(memo.ids)
+            hasher = memo.hasher.copy()
+            hasher.update(memoryview(data)[len(memo.data) - 2 : -2])
+        else:
+            start, own, hasher = 0, set(), hashlib.sha256(memoryview(data)[:-2])
+        _items_call_ids(items, start, own)
+        self._memo[k] = _ListMemo(data, len(items), own, hasher.copy(), tuple(items))
+        hasher.update(b"]]")
+        ids |= own
+        return hasher.digest(), start
+
+
+def _shared_data(items: list[Any], memo: _ListMemo) -> bytes | None:
+    """The canonical bytes of ``items`` when they start with the very objects of ``memo``
+    (a reader that shares repeated messages): only the new items are serialized.  Item by
+    item, orjson writes the same bytes alone as inside the list (``,`` between items, each
+    at the same depth), so this equals ``orjson.dumps((items,))``."""
+    n = memo.count
+    if len(items) < n or len(memo.items) != n:
+        return None
+    if not all(map(operator.is_, items[:n], memo.items)):
+        return None
+    new = orjson.dumps((items[n:],), option=_CANONICAL)
+    if n and len(items) > n:
+        return b"".join((memoryview(memo.data)[:-2], b",", memoryview(new)[2:]))
+    return memo.data if len(items) == n else new
+
+
+def _extends(data: bytes, memo: _ListMemo) -> bool:
+    """True when ``data`` (``[[a,b,c]]``) starts with the items of ``memo`` (``[[a,b]]``)."""
+    head = len(memo.data) - 2
+    if len(data) < len(memo.data) or not data.startswith(memoryview(memo.data)[:head]):
+        return False
+    return memo.count == 0 or data[head] in b",]"
+
+
+_EMPTY_KEY = canonical_key({})
 
 
 def is_training_success(response: Any) -> bool:
@@ -231,11 +358,15 @@ def is_training_success(response: Any) -> bool:
     return not body.get("incomplete_details")
 
 
-def exchange_from_row(row: Any, index: int, line: int) -> tuple[Exchange, set[str]]:
+def exchange_from_row(
+    row: Any, index: int, line: int, history: RequestHistory | None = None
+) -> tuple[Exchange, set[str]]:
     """Reduce one parsed ``llm_trajectory.jsonl`` row to the facts the checks use.
 
     Also returns the tool-call ids its request refers to (not kept on the exchange: every
-    request repeats the history, so the caller folds them into one index).
+    request repeats the history, so the caller folds them into one index).  With a
+    ``history`` (the same one for every row of a file, in order) the request body costs
+    only what it adds to the previous one; the result is the same.
     """
     req = row.get("request") if isinstance(row, dict) else None
     resp = row.get("response") if isinstance(row, dict) else None
@@ -249,6 +380,12 @@ def exchange_from_row(row: Any, index: int, line: int) -> tuple[Exchange, set[st
     calls = response_tool_calls(resp_body)
     inp, out, tot = usage_numbers(resp_body)
     has_request = isinstance(req_body, dict)
+    req_facts = history.facts(req_body) if has_request and history is not None else None
+    if req_facts is not None:
+        body_key, ids = req_facts.key, req_facts.call_ids
+    else:
+        body_key = canonical_key(req_body) if has_request else _EMPTY_KEY
+        ids = request_call_ids(req_body) if has_request else set()
     ex = Exchange(
         index=index,
         line=line,
@@ -257,7 +394,7 @@ def exchange_from_row(row: Any, index: int, line: int) -> tuple[Exchange, set[st
         has_error=isinstance(row, dict) and isinstance(row.get("error"), dict),
         status_code=resp.get("status_code") if isinstance(resp, dict) else None,
         candidate=is_training_success(resp),
-        body_key=canonical_key(req_body) if has_request else canonical_key({}),
+        body_key=body_key,
         response_call_ids=tuple(c for c, _ in calls),
         response_call_names=tuple(n for _, n in calls),
         usage_positive=isinstance(resp_body, dict) and has_positive_usage(resp_body),
@@ -277,7 +414,7 @@ def exchange_from_row(row: Any, index: int, line: int) -> tuple[Exchange, set[st
         if isinstance(meta.get("call_purpose"), str)
         else None,
     )
-    return ex, (request_call_ids(req_body) if has_request else set())
+    return ex, ids
 
 
 @dataclass(slots=True)
@@ -288,9 +425,9 @@ class ExchangeLog:
     last_ref: dict[str, int] = field(default_factory=dict)  # call id -> last request position
     last_request_pos: int = -1
 
-    def add(self, row: Any, line: int) -> Exchange:
+    def add(self, row: Any, line: int, history: RequestHistory | None = None) -> Exchange:
         pos = len(self.exchanges)
-        ex, ids = exchange_from_row(row, pos, line)
+        ex, ids = exchange_from_row(row, pos, line, history)
         self.exchanges.append(ex)
         if ex.has_request:
             self.last_request_pos = pos
@@ -417,40 +554,43 @@ def response_actions(
     return calls, [t for t in texts if t]
 
 
-def request_observations(body: Any, limit: int = 8192) -> list[tuple[str, str]]:
-    """``(call_id, text)`` of every tool result a request carries (the agent's observations)."""
+def request_observations(
+    body: Any, limit: int = 8192, fresh: dict[str, int] | None = None
+) -> list[tuple[str, str]]:
+    """``(call_id, text)`` of every tool result a request carries (the agent's observations).
+
+    ``fresh`` (from :class:`RequestHistory`) skips, per list key, the items the previous
+    body already carried: their results were reported then, under the same ids."""
     out: list[tuple[str, str]] = []
     if not isinstance(body, dict):
         return out
-    for key in ("messages", "input", "contents"):
+    for key in LIST_KEYS:
         items = body.get(key)
-        if not isinstance(items, list):
-            continue
-        for pos, m in enumerate(items):
-            if not isinstance(m, dict):
-                continue
-            if m.get("role") == "tool":
-                out.append(
-                    (str(m.get("tool_call_id") or f"{key}:{pos}"), _text(m.get("content"), limit))
-                )
-            elif m.get("type") == "function_call_output":
-                out.append((str(m.get("call_id") or f"{key}:{pos}"), _text(m.get("output"), limit)))
-            content = m.get("content")
-            if isinstance(content, list):
-                for bi, block in enumerate(content):
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
-                        out.append(
-                            (
-                                str(block.get("tool_use_id") or f"{key}:{pos}:{bi}"),
-                                _text(block.get("content"), limit),
-                            )
-                        )
-            for pi, part in enumerate(
-                m.get("parts") or [] if isinstance(m.get("parts"), list) else []
-            ):
-                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
-                    fr = part["functionResponse"]
-                    out.append(
-                        (str(fr.get("id") or f"{key}:{pos}:{pi}"), _text(fr.get("response"), limit))
-                    )
+        if isinstance(items, list):
+            start = fresh.get(key, 0) if fresh else 0
+            for pos in range(start, len(items)):
+                _item_observations(key, pos, items[pos], limit, out)
     return out
+
+
+def _item_observations(key: str, pos: int, m: Any, limit: int, out: list[tuple[str, str]]) -> None:
+    if not isinstance(m, dict):
+        return
+    if m.get("role") == "tool":
+        out.append((str(m.get("tool_call_id") or f"{key}:{pos}"), _text(m.get("content"), limit)))
+    elif m.get("type") == "function_call_output":
+        out.append((str(m.get("call_id") or f"{key}:{pos}"), _text(m.get("output"), limit)))
+    content = m.get("content")
+    if isinstance(content, list):
+        for bi, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                out.append(
+                    (
+                        str(block.get("tool_use_id") or f"{key}:{pos}:{bi}"),
+                        _text(block.get("content"), limit),
+                    )
+                )
+    for pi, part in enumerate(m.get("parts") or [] if isinstance(m.get("parts"), list) else []):
+        if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            fr = part["functionResponse"]
+            out.append((str(fr.get("id") or f"{key}:{pos}:{pi}"), _text(fr.get("response"), limit)))

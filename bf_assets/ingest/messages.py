@@ -236,6 +236,13 @@ class StepValidator:
         self._prev: list[Any] | None = None
         self._checker: MessageChecker | None = None
 
+    def state(self) -> tuple[list[Any] | None, MessageChecker | None]:
+        """The state carried to the next step (neither part is mutated once stored)."""
+        return self._prev, self._checker
+
+    def restore(self, state: tuple[list[Any] | None, MessageChecker | None]) -> None:
+        self._prev, self._checker = state
+
     def facts(self, position: int, step: Any) -> StepFacts:
         where = f"trajectory[{position}]"
         if not isinstance(step, dict):

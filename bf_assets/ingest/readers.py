@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import IO, Any
 import orjson
 
 MiB = 1024 * 1024
+BIG_BUFFER = MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +322,9 @@ class JsonlFile:
     stats: FileStats = field(default_factory=FileStats)
 
 
+LineParse = Callable[[bytes, ReadLimits], tuple[Any, list[ReadIssue]]]
+
+
 def iter_jsonl(
     path: Path,
     root: Path,
@@ -328,11 +332,13 @@ def iter_jsonl(
     limits: ReadLimits = DEFAULT_LIMITS,
     *,
     line_cap: int | None = None,
+    parse: LineParse | None = None,
 ) -> Iterator[JsonlLine]:
     """Yield each non-blank line parsed; fill ``state`` with file issues and inventory stats.
 
     A line over the cap is consumed in chunks and skipped (never held whole); it yields a
-    :class:`JsonlLine` with a ``LINE_TOO_LONG`` issue so the caller can count it.
+    :class:`JsonlLine` with a ``LINE_TOO_LONG`` issue so the caller can count it.  ``parse``
+    replaces :func:`parse_json_bytes` (it must return the same; see ``llmparse``).
     """
     real, issue = check_file(path, root)
     if issue is not None:
@@ -355,8 +361,10 @@ def iter_jsonl(
             )
             return
         digest = hashlib.sha256()
-        with open(real, "rb") as fh:
-            yield from _jsonl_lines(fh, digest, state, cap, limits)
+        # A big file reads faster through a big buffer (its long lines are not rebuilt from
+        # 8 KiB pieces); small files keep the default.
+        with open(real, "rb", buffering=BIG_BUFFER if size > BIG_BUFFER else -1) as fh:
+            yield from _jsonl_lines(fh, digest, state, cap, limits, parse or parse_json_bytes)
         state.stats.sha256 = digest.hexdigest()
     except OSError as exc:
         state.issues.append(
@@ -369,7 +377,7 @@ def _cap_text(cap: int) -> str:
 
 
 def _jsonl_lines(
-    fh: IO[bytes], digest: Any, state: JsonlFile, cap: int, limits: ReadLimits
+    fh: IO[bytes], digest: Any, state: JsonlFile, cap: int, limits: ReadLimits, parse: LineParse
 ) -> Iterator[JsonlLine]:
     """Lines up to ``MiB`` are read in one call (the common case).  A longer line is first
     measured by scanning ahead in 1 MiB chunks, then re-read whole only when it is within the
@@ -414,7 +422,7 @@ def _jsonl_lines(
         del raw
         if not body:
             continue
-        value, issues = parse_json_bytes(body, limits)
+        value, issues = parse(body, limits)
         if issues:
             issues = [ReadIssue(i.kind, i.message, lineno, _excerpt(body)) for i in issues]
         yield JsonlLine(lineno, value, length, issues)

@@ -2,9 +2,10 @@
 
 The row of a long trial is one line of hundreds of MB (every step repeats its prompt), so
 the row is never built whole: lines up to the line cap are parsed with orjson; longer ones
-are parsed as an event stream, the top-level keys built normally and each
-``trajectory[]`` step handed to ``on_step`` and dropped.  Memory is bounded by the largest
-single step.
+are cut at their steps and each step parsed with orjson (:mod:`bf_assets.ingest.rowsplit`),
+or, when that fast path cannot vouch for the row, parsed as an event stream, the top-level
+keys built normally and each ``trajectory[]`` step handed to ``on_step`` and dropped.  Both
+give the same result; memory is bounded by the largest single step.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from bf_assets.ingest.readers import (
     check_file,
     parse_json_bytes,
 )
+from bf_assets.ingest.rowsplit import GiveUp, split_row
 
 StepCallback = Callable[[int, Any], None]
+DiscardCallback = Callable[[int], None]
 
 
 @dataclass(slots=True)
@@ -50,20 +53,25 @@ class RowsRead:
 
 
 def _line_spans(
-    fh: io.BufferedReader, digest: Any, stats: FileStats
+    fh: io.BufferedReader, digest: Any, stats: FileStats, size: int
 ) -> Iterator[tuple[int, int, int, bool]]:
-    """Yield ``(lineno, start, end, blank)`` for each physical line, hashing as it goes."""
+    """Yield ``(lineno, start, end, blank)`` for each physical line, hashing as it goes.
+
+    One reused buffer (no fresh pages per chunk); a line's bytes are looked at only until
+    something other than whitespace shows up."""
     pos = 0
     start = 0
     lineno = 0
     blank = True
-    while chunk := fh.read(4 * MiB):
-        digest.update(chunk)
+    buf = bytearray(max(1, min(4 * MiB, size + 1)))  # a small file: a small buffer
+    view = memoryview(buf)
+    while n := fh.readinto(buf):
+        digest.update(view[:n])
         i = 0
         while True:
-            j = chunk.find(b"\n", i)
-            seg = chunk[i : j if j >= 0 else len(chunk)]
-            if seg.strip():
+            j = buf.find(b"\n", i, n)
+            end = j if j >= 0 else n
+            if blank and _has_content(buf, i, end):
                 blank = False
             if j < 0:
                 break
@@ -72,12 +80,19 @@ def _line_spans(
             start = pos + j + 1
             blank = True
             i = j + 1
-        pos += len(chunk)
+        pos += n
     stats.size = pos
     if pos > start:
         lineno += 1
         yield lineno, start, pos, blank
     stats.lines = lineno
+
+
+def _has_content(buf: bytearray, i: int, end: int) -> bool:
+    """True when ``buf[i:end]`` holds a byte ``bytes.strip`` would keep (first 64 bytes
+    first: a JSON line shows one at once)."""
+    k = min(end, i + 64)
+    return bool(buf[i:k].strip()) or (k < end and bool(buf[k:end].strip()))
 
 
 class _Range(io.RawIOBase):
@@ -104,8 +119,22 @@ class _Range(io.RawIOBase):
 
 
 def read_rows(
-    path: Path, root: Path, on_step: StepCallback, limits: ReadLimits = DEFAULT_LIMITS
+    path: Path,
+    root: Path,
+    on_step: StepCallback,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    *,
+    on_discard: DiscardCallback | None = None,
+    share: bool = False,
 ) -> RowsRead:
+    """Read every row; each row's steps go to ``on_step(position, step)`` in order.
+
+    A row that fails to parse gives no steps.  On a huge row, the fast path may have handed
+    over some steps before finding out it cannot vouch for the row; when the exact parse
+    then fails, ``on_discard(n)`` withdraws the last ``n`` steps received (a caller without
+    it sees them, followed by the failed row).  ``share``: a huge row's steps may share
+    their prompt's first messages with the previous step (faster; for callers that never
+    modify a step)."""
     out = RowsRead()
     real, issue = check_file(path, root)
     if issue is not None:
@@ -123,7 +152,7 @@ def read_rows(
             return out
         digest = hashlib.sha256()
         with open(real, "rb") as fh:
-            spans = [s for s in _line_spans(fh, digest, out.stats) if not s[3]]
+            spans = [s for s in _line_spans(fh, digest, out.stats, size) if not s[3]]
         out.stats.sha256 = digest.hexdigest()
         for lineno, start, end, _ in spans:
             length = end - start
@@ -150,7 +179,9 @@ def read_rows(
                     data = fh.read(length)
                 out.rows.append(_parse_small(data, lineno, on_step, limits))
             else:
-                out.rows.append(_parse_streaming(real, start, end, lineno, on_step, limits))
+                out.rows.append(
+                    _parse_big(real, start, end, lineno, on_step, limits, on_discard, share)
+                )
     except OSError as exc:
         out.issues.append(ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}"))
     return out
@@ -173,8 +204,47 @@ def _parse_small(data: bytes, lineno: int, on_step: StepCallback, limits: ReadLi
     return RowRead(lineno, value, n, isinstance(traj, list), issues)
 
 
+def _parse_big(
+    real: Path,
+    start: int,
+    end: int,
+    lineno: int,
+    on_step: StepCallback,
+    limits: ReadLimits,
+    on_discard: DiscardCallback | None,
+    share: bool = False,
+) -> RowRead:
+    """A row over the line cap: the fast split first, the exact event-stream parse when the
+    split gives up (steps already handed over are not handed over again)."""
+    emitted = 0
+
+    def counted(pos: int, step: Any) -> None:
+        nonlocal emitted
+        on_step(pos, step)
+        emitted += 1
+
+    try:
+        with open(real, "rb") as fh:
+            fh.seek(start)
+            top, n = split_row(fh, end - start, counted, limits, share=share)
+        return RowRead(lineno, top, n, True, [])
+    except GiveUp:
+        pass
+    row = _parse_streaming(real, start, end, lineno, on_step, limits, skip=emitted)
+    if emitted and not isinstance(row.top, dict) and on_discard is not None:
+        on_discard(emitted)
+    return row
+
+
 def _parse_streaming(
-    real: Path, start: int, end: int, lineno: int, on_step: StepCallback, limits: ReadLimits
+    real: Path,
+    start: int,
+    end: int,
+    lineno: int,
+    on_step: StepCallback,
+    limits: ReadLimits,
+    *,
+    skip: int = 0,
 ) -> RowRead:
     """Event-stream parse of one huge row: top-level keys built, steps handed off one by one."""
     top: dict[str, Any] = {}
@@ -268,7 +338,7 @@ def _parse_streaming(
         src.close()
     if traj_is_list:
         try:
-            n_steps = _emit_steps(real, start, end, on_step)
+            n_steps = _emit_steps(real, start, end, on_step, skip)
         except (ijson.JSONError, UnicodeDecodeError) as exc:  # pragma: no cover - pass 1 parsed it
             return RowRead(
                 lineno,
@@ -282,15 +352,17 @@ def _parse_streaming(
     return RowRead(lineno, top, n_steps, traj_is_list, issues)
 
 
-def _emit_steps(real: Path, start: int, end: int, on_step: StepCallback) -> int:
-    """Second pass: every ``trajectory[]`` step built by ijson's C backend, one at a time."""
+def _emit_steps(real: Path, start: int, end: int, on_step: StepCallback, skip: int = 0) -> int:
+    """Second pass: every ``trajectory[]`` step built by ijson's C backend, one at a time
+    (the first ``skip`` counted but not handed over: the fast path already did)."""
     src = _Range(real, start, end)
     n = 0
     try:
         for step in ijson.items(
             io.BufferedReader(src, buffer_size=MiB), "trajectory.item", use_float=True
         ):
-            on_step(n, step)
+            if n >= skip:
+                on_step(n, step)
             n += 1
     finally:
         src.close()

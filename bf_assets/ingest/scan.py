@@ -4,6 +4,11 @@ Each file is opened once.  Trajectories are streamed and folded into compact fac
 selected exchanges, counts, tool events for the audits); the training row's steps are
 checked as they stream past.  File inventory (size, sha256, lines) is gathered in the same
 pass.  Nothing here raises for bad input; read problems are kept as issues per file.
+
+A heavy trial (big LLM trajectory and big ``results.jsonl``) is scanned on two cores: a
+forked child folds the LLM trajectory while this process reads the rows; the result is the
+serial one (see :mod:`bf_assets.ingest.forked`).  The big files' repeated conversation is
+parsed once (:mod:`bf_assets.ingest.llmparse`, :mod:`bf_assets.ingest.stepparse`).
 """
 
 from __future__ import annotations
@@ -15,8 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
-from bf_assets.ingest.exchanges import ExchangeLog, request_observations, response_actions
+from bf_assets.ingest.exchanges import (
+    ExchangeLog,
+    RequestHistory,
+    request_observations,
+    response_actions,
+)
+from bf_assets.ingest.forked import start_forked
 from bf_assets.ingest.identity import Identity, identify
+from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,
@@ -39,6 +51,10 @@ ROWS_FILE = "results.jsonl"
 AGENT_EVENT_TYPES = frozenset({"tool_call", "agent_message", "agent_thought", "final"})
 MAX_TOOL_EVENTS = 20_000
 MAX_EVENT_TEXT = 8_192
+# Both the LLM trajectory and results.jsonl at least this big: scanned on two cores.
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
+# An LLM trajectory at least this big is read reusing each request's repeated history.
+LINE_REUSE_MIN_BYTES = 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -232,10 +248,18 @@ def _fold_issues(
 
 
 def _collect_actions(
-    facts: LlmFacts, row: dict[str, Any], req_body: Any, line: int, index: int, seen_obs: set[str]
+    facts: LlmFacts,
+    row: dict[str, Any],
+    req_body: Any,
+    line: int,
+    index: int,
+    seen_obs: set[str],
+    fresh: dict[str, int] | None = None,
 ) -> None:
+    """Observations (new tool results; ``fresh`` skips the history the previous request
+    already carried, whose ids are all in ``seen_obs``), then the response's actions."""
     if len(facts.observations) < MAX_TOOL_EVENTS:
-        for cid, text in request_observations(req_body, MAX_EVENT_TEXT):
+        for cid, text in request_observations(req_body, MAX_EVENT_TEXT, fresh):
             if cid not in seen_obs:
                 seen_obs.add(cid)
                 facts.observations.append({"line": line, "id": cid, "text": text})
@@ -259,7 +283,12 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
     facts = LlmFacts()
     state = JsonlFile()
     seen_obs: set[str] = set()
-    for item in iter_jsonl(path, root, state, limits):
+    # In a big file, lines share their repeated messages (read-only here) and each request
+    # is folded for what it adds to the previous one; a small file is read plainly.
+    big = _size(path) >= LINE_REUSE_MIN_BYTES
+    history = RequestHistory() if big else None
+    parse = LineParser(limits).parse if big else None
+    for item in iter_jsonl(path, root, state, limits, parse=parse):
         _fold_issues(
             item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
         )
@@ -277,12 +306,14 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
             facts.bad_request_body.append(item.line)
         if isinstance(resp, dict) and "body" in resp and not isinstance(resp.get("body"), dict):
             facts.bad_response_body.append(item.line)
-        ex = facts.log.add(row, item.line)
+        ex = facts.log.add(row, item.line, history)
         req_body = req.get("body") if isinstance(req, dict) else None
         if ex.has_request and facts.first_request is None:
             facts.first_request = req_body
             facts.first_request_line = item.line
-        _collect_actions(facts, row, req_body, item.line, ex.index, seen_obs)
+        last = history.last if history is not None else None
+        fresh = last.fresh if last is not None and last.body is req_body else None
+        _collect_actions(facts, row, req_body, item.line, ex.index, seen_obs, fresh)
     facts.present = state.present
     facts.issues = state.issues
     return facts, state.stats
@@ -291,12 +322,57 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
 def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
     facts = RowsFacts()
     validator = StepValidator()
+    saved = validator.state()
 
     def on_step(pos: int, step: Any) -> None:
+        nonlocal saved
+        if pos == 0:  # a row begins: what to go back to if its steps are withdrawn
+            saved = validator.state()
         facts.steps.append(validator.facts(pos, step))
 
-    facts.read = read_rows(path, root, on_step, limits)
+    def on_discard(n: int) -> None:
+        del facts.steps[len(facts.steps) - n :]
+        validator.restore(saved)
+
+    # The validator only reads steps, so they may share messages with the previous one.
+    facts.read = read_rows(path, root, on_step, limits, on_discard=on_discard, share=True)
     return facts
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _scan_llm_and_rows(
+    trial: Path, root: Path, limits: ReadLimits, has_llm: bool, has_rows: bool
+) -> tuple[LlmFacts, FileStats, RowsFacts]:
+    """The LLM trajectory and the rows, on two cores when both are big (a child process
+    scans the LLM trajectory meanwhile; the result is the serial one either way)."""
+
+    def llm() -> tuple[LlmFacts, FileStats]:
+        return _scan_llm(trial / LLM_FILE, root, limits) if has_llm else (LlmFacts(), FileStats())
+
+    job = None
+    if (
+        has_llm
+        and has_rows
+        and min(_size(trial / LLM_FILE), _size(trial / ROWS_FILE)) >= PARALLEL_MIN_BYTES
+    ):
+        job = start_forked(llm)
+    if job is None:
+        llm_facts, llm_stats = llm()
+        rows = _scan_rows(trial / ROWS_FILE, root, limits) if has_rows else RowsFacts()
+        return llm_facts, llm_stats, rows
+    try:
+        rows = _scan_rows(trial / ROWS_FILE, root, limits)
+    except BaseException:
+        job.cancel()
+        raise
+    llm_facts, llm_stats = job.result()
+    return llm_facts, llm_stats, rows
 
 
 def _inventory(
@@ -424,12 +500,8 @@ def scan_trial(
         if "acp_trajectory.jsonl" in traj
         else (AcpFacts(), FileStats())
     )
-    llm, llm_stats = (
-        _scan_llm(trial / LLM_FILE, root, limits)
-        if "llm_trajectory.jsonl" in traj
-        else (LlmFacts(), FileStats())
-    )
-    rows = _scan_rows(trial / ROWS_FILE, root, limits) if ROWS_FILE in names else RowsFacts()
+    has_llm, has_rows = "llm_trajectory.jsonl" in traj, ROWS_FILE in names
+    llm, llm_stats, rows = _scan_llm_and_rows(trial, root, limits, has_llm, has_rows)
     file_issues: dict[str, list[ReadIssue]] = {}
     known: dict[str, FileStats] = {}
     for rel, doc in (

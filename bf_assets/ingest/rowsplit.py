@@ -1,0 +1,258 @@
+"""Fast path for one huge ``results.jsonl`` row: split it at its steps, parse each with orjson.
+
+The event-stream parse of :mod:`bf_assets.ingest.rowstream` is exact but spends most of its
+time handing millions of ijson events to Python.  Here the row's bytes are cut instead:
+
+* the head up to ``"trajectory": [`` is parsed as ``head + null}``, which succeeds only when
+  that key sits at the top level of the row;
+* each step ends where the next one starts: the next occurrence of the step's opening bytes
+  (``{"prompt"`` ...) preceded by ``},`` gives a candidate end, and parsing the candidate
+  bytes succeeds only when it is the real end (a JSON object parsed alone ends exactly where
+  it ends in the row);
+* the tail after the array's ``]`` is parsed as ``{"trajectory":null`` + tail.
+
+Every piece is parsed nested as deep as it sits in the row, so orjson's own nesting limit
+(1024) is the row's.  Whenever a piece does not parse, looks unusual, or could be read
+differently by the event-stream parser (an integer of 19 digits or more: orjson reads it as a
+float, ijson rejects it), :func:`split_row` raises :class:`GiveUp`; the caller then runs the
+exact parser, which reports whatever is wrong.  So a result from here is always the one the
+event-stream parse gives.  Steps are parsed by :class:`~bf_assets.ingest.stepparse.StepParser`
+(which can also reuse the previous step's prompt).  Memory: one step's bytes, one read chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Any
+
+import orjson
+
+from bf_assets.ingest.readers import MiB, ReadLimits
+from bf_assets.ingest.stepparse import GiveUp, StepParser, depth_ok, has_long_digit_run
+
+__all__ = ["GiveUp", "has_long_digit_run", "split_row"]
+
+CHUNK = MiB
+STEP_CAP = 64 * MiB  # a step (or head, or tail) longer than this goes to the exact parser
+MAX_TRIES = 8  # candidate ends tried for one step before giving up
+_WS = b" \t\r\n"
+_KEY = b'"trajectory"'
+
+
+class _Window:
+    """Bytes ``[off, off + len(buf))`` of the row, read on demand from an open file."""
+
+    __slots__ = ("fh", "left", "buf", "off")
+
+    def __init__(self, fh: IO[bytes], length: int) -> None:
+        self.fh = fh
+        self.left = length
+        self.buf = b""
+        self.off = 0
+
+    def more(self) -> bool:
+        if self.left <= 0:
+            return False
+        chunk = self.fh.read(min(CHUNK, self.left))
+        if not chunk:
+            raise GiveUp("the file ended early")
+        self.left -= len(chunk)
+        self.buf += chunk
+        if len(self.buf) > STEP_CAP + CHUNK:  # e.g. a long run of whitespace: never held
+            raise GiveUp("piece over the cap")
+        return True
+
+    def drop(self, i: int) -> None:
+        """Forget the bytes before buffer index ``i``."""
+        if i:
+            self.buf = self.buf[i:]
+            self.off += i
+
+    def skip_ws(self, i: int) -> int:
+        """Index of the first non-whitespace byte at or after ``i``, or -1 at the row's end."""
+        while True:
+            n = len(self.buf)
+            while i < n and self.buf[i] in _WS:
+                i += 1
+            if i < n:
+                return i
+            if not self.more():
+                return -1
+
+    def check_size(self, start: int) -> None:
+        if len(self.buf) - start > STEP_CAP:
+            raise GiveUp("piece over the cap")
+
+
+def _loads(piece: bytes) -> Any:
+    if has_long_digit_run(piece):
+        raise GiveUp("long integer")
+    try:
+        return orjson.loads(piece)
+    except orjson.JSONDecodeError as exc:
+        raise GiveUp(str(exc)) from None
+
+
+def _head(w: _Window, limits: ReadLimits) -> tuple[dict[str, Any], int]:
+    """Top-level keys before ``"trajectory": [`` and the buffer index after the ``[``."""
+    i = w.skip_ws(0)
+    if i < 0 or w.buf[i] != 0x7B:  # "{"
+        raise GiveUp("not an object")
+    w.drop(i)
+    start = 0
+    while True:
+        k = w.buf.find(_KEY, start)
+        if k >= 0:
+            break
+        w.check_size(0)
+        start = max(0, len(w.buf) - len(_KEY))
+        if not w.more():
+            raise GiveUp("no trajectory")
+    if k == 0 or w.buf[k - 1] == 0x5C:  # a backslash: inside a string
+        raise GiveUp("escaped key")
+    c = w.skip_ws(k + len(_KEY))
+    if c < 0 or w.buf[c] != 0x3A:  # ":"
+        raise GiveUp("not a key")
+    b = w.skip_ws(c + 1)
+    if b < 0 or w.buf[b] != 0x5B:  # "["
+        raise GiveUp("trajectory is not a list")
+    piece = w.buf[:b] + b"null}"
+    top = _loads(piece)
+    if not isinstance(top, dict) or top.get("trajectory", 0) is not None:
+        raise GiveUp("unexpected head")
+    if not depth_ok(top, piece, limits.max_depth, 1):
+        raise GiveUp("too deep")
+    del top["trajectory"]
+    return top, b + 1
+
+
+def _step_at(w: _Window, s: int, steps: StepParser) -> tuple[Any, int]:
+    """Parse the step whose ``{`` is at buffer index ``s``; return it and the index of its
+    closing ``}``.  Raises :class:`GiveUp` when no candidate end checks out."""
+    while True:
+        q = w.buf.find(b'"', s + 1, s + 256)
+        q2 = w.buf.find(b'"', q + 1, s + 256) if q >= 0 else -1
+        if q2 >= 0:
+            break
+        if len(w.buf) - s >= 256 or not w.more():
+            raise GiveUp("no opening key")
+    sig = w.buf[s : q2 + 1]  # e.g. {"prompt"
+    tries = 0
+    while len(w.buf) - s < steps.wanted() and w.more():
+        pass
+    # Bytes repeating the previous step's unfinished prompt cannot hold this step's end.
+    start = s + max(1, steps.shared_start(w.buf, s))
+    while True:
+        q = w.buf.find(sig, start)
+        if q < 0:
+            w.check_size(s)
+            start = max(s + 1, len(w.buf) - len(sig))
+            if not w.more():
+                return _last_step(w, s, steps)
+            continue
+        start = q + 1
+        e = _end_before(w.buf, q)
+        if e < 0:
+            continue
+        tries += 1
+        if tries > MAX_TRIES:
+            raise GiveUp("too many candidate ends")
+        step = steps.parse(w.buf[s : e + 1])
+        if step is not None:
+            return step, e
+
+
+def _end_before(buf: bytes, q: int) -> int:
+    """Index of the ``}`` in ``}<ws>,<ws>`` right before ``q``, else -1."""
+    i = q - 1
+    while i >= 0 and buf[i] in _WS:
+        i -= 1
+    if i < 0 or buf[i] != 0x2C:  # ","
+        return -1
+    i -= 1
+    while i >= 0 and buf[i] in _WS:
+        i -= 1
+    return i if i >= 0 and buf[i] == 0x7D else -1  # "}"
+
+
+def _last_step(w: _Window, s: int, steps: StepParser) -> tuple[Any, int]:
+    """The last step: the whole rest of the row is buffered; its end is before some ``]``."""
+    r = len(w.buf)
+    for _ in range(MAX_TRIES):
+        r = w.buf.rfind(b"]", s, r)
+        if r < 0:
+            break
+        e = r - 1
+        while e > s and w.buf[e] in _WS:
+            e -= 1
+        if w.buf[e] != 0x7D:  # "}"
+            continue
+        step = steps.parse(w.buf[s : e + 1])
+        if step is not None:
+            return step, e
+    raise GiveUp("no end for the last step")
+
+
+def _tail(w: _Window, i: int, limits: ReadLimits) -> dict[str, Any]:
+    """Top-level keys after the array (``i``: index after its ``]``)."""
+    while w.more():
+        w.check_size(i)
+    tail = w.buf[i:]
+    if _KEY in tail:
+        raise GiveUp("another trajectory key")
+    piece = b'{"trajectory":null' + tail
+    rest = _loads(piece)
+    if not isinstance(rest, dict) or not depth_ok(rest, piece, limits.max_depth, 1):
+        raise GiveUp("unexpected tail")
+    del rest["trajectory"]
+    return rest
+
+
+def split_row(
+    fh: IO[bytes],
+    length: int,
+    on_step: Callable[[int, Any], None],
+    limits: ReadLimits,
+    *,
+    share: bool = False,
+) -> tuple[dict[str, Any], int]:
+    """Read one row of ``length`` bytes from ``fh`` (positioned at its start).
+
+    Returns ``(top, n_steps)`` exactly as the event-stream parse would, steps handed to
+    ``on_step`` as they are found.  Raises :class:`GiveUp` when the row needs the exact
+    parser; steps handed over until then are the same as the exact parser's first ones.
+    ``share``: steps may share their prompt's first messages with the previous step's
+    (:mod:`bf_assets.ingest.stepparse`); only for callers that never modify a step.
+    """
+    if limits.max_depth < 8:
+        raise GiveUp("depth cap too low for the fast path")
+    w = _Window(fh, length)
+    top, i = _head(w, limits)
+    n = 0
+    steps = StepParser(limits, share=share)
+    while True:
+        i = w.skip_ws(i)
+        if i < 0:
+            raise GiveUp("row ends inside the trajectory")
+        c = w.buf[i]
+        if c == 0x5D:  # "]": end of the array
+            break
+        if n:
+            if c != 0x2C:  # ","
+                raise GiveUp("no separator")
+            i = w.skip_ws(i + 1)
+            if i < 0:
+                raise GiveUp("row ends inside the trajectory")
+            c = w.buf[i]
+        if c != 0x7B:  # "{": only object steps here
+            raise GiveUp("step is not an object")
+        w.drop(i)
+        step, e = _step_at(w, 0, steps)
+        on_step(n, step)
+        del step
+        n += 1
+        i = e + 1
+    w.drop(i + 1)
+    for k, v in _tail(w, 0, limits).items():
+        top[k] = v
+    return top, n
