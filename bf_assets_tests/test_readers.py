@@ -315,3 +315,23 @@ def test_fifo_on_a_trial_is_unreadable(trial: Trial, rel: str) -> None:
     with deadline():
         review = trial.review()
     assert ("GATE_UNREADABLE", rel) in {(f.check, f.file) for f in review.findings}
+
+
+def test_directory_resolution_matches_realpath_through_links_and_deep_trees(
+    tmp_path: Path,
+) -> None:
+    from bf_assets.ingest.readers import _real_dir, clear_path_cache
+
+    real = tmp_path / "real"
+    deep = real.joinpath(*[f"d{i}" for i in range(300)])  # deeper than any recursion limit
+    deep.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    via_link = tmp_path / "link" / "d0" / "d1"
+    clear_path_cache()
+    for d in (deep, via_link, tmp_path / "link", deep.parent):
+        assert _real_dir(str(d)) == os.path.realpath(d)
+    # a directory swapped for a link is seen once the cache is cleared for a new review
+    (real / "d0" / "d1").rename(real / "moved")
+    (real / "d0" / "d1").symlink_to(tmp_path)
+    clear_path_cache()
+    assert _real_dir(str(via_link)) == os.path.realpath(via_link) == str(tmp_path)

@@ -8,7 +8,6 @@ over-long lines are skipped without being held, and whole-document JSON has a si
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -97,15 +96,48 @@ class FileStats:
 # --------------------------------------------------------------------------- file safety
 
 
-@functools.lru_cache(maxsize=8192)
+_REAL_DIRS: dict[str, str] = {}
+_REAL_DIRS_MAX = 8192
+
+
 def _real_dir(d: str) -> str:
-    """``realpath`` of a directory, cached: files of one trial share their parents."""
-    return os.path.realpath(d)
+    """``realpath`` of a directory, cached: files of one trial share their parents, and
+    trials share their job's.  A directory that is not a link resolves to its parent's real
+    path plus its name: one ``lstat`` for a new trial directory instead of one per component
+    (iterative, so any depth is fine)."""
+    hit = _REAL_DIRS.get(d)
+    if hit is not None:
+        return hit
+    names: list[str] = []  # plain (non-link) components below the nearest resolved parent
+    cur = d
+    while True:
+        parent, name = os.path.split(cur)
+        if not name or parent == cur or not os.path.isabs(cur) or name in (".", ".."):
+            base = os.path.realpath(cur)
+            break
+        try:
+            is_link = stat.S_ISLNK(os.lstat(cur).st_mode)
+        except OSError:
+            is_link = True  # let realpath decide what an unreadable component is
+        if is_link:
+            base = os.path.realpath(cur)
+            break
+        names.append(name)
+        cached = _REAL_DIRS.get(parent)
+        if cached is not None:
+            base = cached
+            break
+        cur = parent
+    real = os.path.join(base, *reversed(names)) if names else base
+    if len(_REAL_DIRS) >= _REAL_DIRS_MAX:
+        _REAL_DIRS.clear()
+    _REAL_DIRS[d] = real
+    return real
 
 
 def clear_path_cache() -> None:
     """Forget resolved directories (call before a new review: links may have changed)."""
-    _real_dir.cache_clear()
+    _REAL_DIRS.clear()
 
 
 def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
