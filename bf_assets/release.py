@@ -2,8 +2,10 @@
 
 Uses the project-local instance (``.dagster_home`` under the repo, SQLite, telemetry off)
 unless ``DAGSTER_HOME`` is set.  Registers one partition per job directory and runs
-``ingest_job`` for each, writes the review report (Markdown and JSON), then runs
-``release_job`` on the same instance: ``curated_rollouts`` → the blocking publish checks →
+``ingest_job`` once over all of them (a partition range: one run per block of consecutive
+partitions, normally a single run; the Parquet IO manager still writes one file per
+partition), writes the review report (Markdown and JSON), then runs ``release_job`` on the
+same instance: ``curated_rollouts`` → the blocking publish checks →
 ``published_dataset`` (local folder, and the Hub when ``--hub-repo`` is given).
 
 Outcome: ``published`` (exit 0), ``blocked`` by the publish gate (exit 3), ``error`` (exit 2:
@@ -22,7 +24,9 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from bf_assets.ingest.discovery import discover_jobs
+from bf_assets.ingest.discovery import discover_trials
+from bf_assets.inventory import cancel_prefetch, prefetch
+from bf_assets.review import ReviewOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RUNS = REPO_ROOT / "data" / "runs" / "jobs"
@@ -31,6 +35,7 @@ DEFAULT_TASKS = REPO_ROOT / "data" / "runs" / "tasks"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 DEFAULT_OUT = REPO_ROOT / "data" / "published"
 PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 @dataclass(slots=True)
@@ -99,6 +104,26 @@ def _release_outcome(res: Any) -> dict[str, Any]:
     return out
 
 
+def partition_blocks(order: Sequence[str], keys: Sequence[str]) -> list[list[str]]:
+    """``keys`` as blocks of consecutive partitions of ``order`` (the instance's partition
+    order), so a partition range never takes in a partition that is not in ``keys``."""
+    position = {k: i for i, k in enumerate(order)}
+    blocks: list[list[str]] = []
+    last = -2
+    for k in sorted(set(keys), key=lambda k: position[k]):
+        if position[k] == last + 1 and blocks:
+            blocks[-1].append(k)
+        else:
+            blocks.append([k])
+        last = position[k]
+    return blocks
+
+
+def range_tags(block: Sequence[str]) -> dict[str, str]:
+    """Run tags of a partition range (none for a single partition)."""
+    return {RANGE_START: block[0], RANGE_END: block[-1]} if len(block) > 1 else {}
+
+
 def run_release(
     runs: Sequence[str],
     out_dir: str | None = None,
@@ -112,6 +137,59 @@ def run_release(
     roots = [str(Path(r).resolve()) for r in runs] or [str(DEFAULT_RUNS)]
     if not runs and tasks is None and DEFAULT_TASKS.is_dir():
         tasks = str(DEFAULT_TASKS)  # the sample's task tree goes with the sample runs
+    # The trials are read and reviewed in worker processes while Dagster starts; the ingest
+    # run collects that batch when its trials and options are the same (bf_assets.inventory).
+    trials = discover_trials(roots)
+    prefetch(trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine))
+    try:
+        return _release(
+            roots,
+            sorted({t.job_key for t in trials}),
+            out_dir,
+            hub_repo,
+            tasks=tasks,
+            plan=plan,
+            quarantine=quarantine,
+            staging_dir=staging_dir,
+        )
+    finally:
+        cancel_prefetch()
+
+
+def _ingest(
+    job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]
+) -> tuple[pd.DataFrame, list[str]]:
+    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions): the
+    ``validated_trials`` table of the runs that succeeded, and the keys of those that
+    failed."""
+    validated: list[pd.DataFrame] = []
+    failed: list[str] = []
+    for block in partition_blocks(order, keys):
+        res = job.execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            tags={"release": "local", **range_tags(block)},
+            run_config=QUIET,
+            partition_key=block[0] if len(block) == 1 else None,
+        )
+        if not res.success:
+            failed += block
+            continue
+        validated.append(res.asset_value("validated_trials"))
+    return (pd.concat(validated, ignore_index=True) if validated else pd.DataFrame()), failed
+
+
+def _release(
+    roots: list[str],
+    keys: list[str],
+    out_dir: str | None,
+    hub_repo: str | None,
+    *,
+    tasks: str | None,
+    plan: str | None,
+    quarantine: str | None,
+    staging_dir: str | None,
+) -> ReleaseResult:
     os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
     import dagster as dg
@@ -134,26 +212,12 @@ def run_release(
         publish_target=PublishTarget(**target_cfg),
     )
     instance = dg.DagsterInstance.get()
-    jobs = discover_jobs(roots)
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
-    new = [j.key for j in jobs if j.key not in known]
+    new = [k for k in keys if k not in known]
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
-    job = defs.resolve_job_def("ingest_job")
-    validated, failed = [], []
-    for j in jobs:
-        res = job.execute_in_process(
-            partition_key=j.key,
-            instance=instance,
-            raise_on_error=False,
-            tags={"release": "local"},
-            run_config=QUIET,
-        )
-        if not res.success:
-            failed.append(j.key)
-            continue
-        validated.append(res.asset_value("validated_trials"))
-    vdf = pd.concat(validated, ignore_index=True) if validated else pd.DataFrame()
+    order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
+    vdf, failed = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
     md, js, verdict = write_report(
         vdf, roots=roots, out_dir=out / "report", plan_path=plan, quarantine_path=quarantine
     )

@@ -141,6 +141,30 @@ def validated_frames(reviews: Sequence[TrialReview]) -> tuple[pd.DataFrame, pd.D
     return validated, findings
 
 
+def unreadable_raw_row(ref: TrialRef, exc: BaseException) -> dict[str, object]:
+    """The ``raw_trials`` row of a trial whose scan raised ``exc``."""
+    f = finding(
+        "GATE_UNREADABLE",
+        f"the trial could not be read safely: {type(exc).__name__}: {exc}",
+        file=".",
+    )
+    return {
+        **_key(ref),
+        "root": ref.root,
+        "layout": ref.layout,
+        "read_findings": _dumps([f.to_dict()]),
+        "n_files": 0,
+        "total_bytes": 0,
+        "files": "[]",
+        "identity_sources": "{}",
+    }
+
+
+def read_row(data: TrialData) -> dict[str, object]:
+    """The ``raw_trials`` row of a scanned trial (the file checks give its read findings)."""
+    return raw_row(data, [f.to_dict() for check in FILE_CHECKS for f in check(data)])
+
+
 def raw_frame(refs: Sequence[TrialRef], limits: ReadLimits = DEFAULT_LIMITS) -> pd.DataFrame:
     """The ``raw_trials`` table: identity, layout, inventory and read findings per trial."""
     rows = []
@@ -148,26 +172,9 @@ def raw_frame(refs: Sequence[TrialRef], limits: ReadLimits = DEFAULT_LIMITS) -> 
         try:
             data = scan_trial(ref, limits)
         except TRIAL_ERRORS as exc:
-            f = finding(
-                "GATE_UNREADABLE",
-                f"the trial could not be read safely: {type(exc).__name__}: {exc}",
-                file=".",
-            )
-            rows.append(
-                {
-                    **_key(ref),
-                    "root": ref.root,
-                    "layout": ref.layout,
-                    "read_findings": _dumps([f.to_dict()]),
-                    "n_files": 0,
-                    "total_bytes": 0,
-                    "files": "[]",
-                    "identity_sources": "{}",
-                }
-            )
+            rows.append(unreadable_raw_row(ref, exc))
             continue
-        read = [f.to_dict() for check in FILE_CHECKS for f in check(data)]
-        rows.append(raw_row(data, read))
+        rows.append(read_row(data))
     return frame(rows, RAW_COLUMNS)
 
 

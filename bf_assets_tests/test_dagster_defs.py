@@ -132,8 +132,8 @@ def test_materialize_writer_fixture_job(jobs_root: Path, tmp_path: Path) -> None
             resources=resources,
         )
         assert result.success
-        validated = result.output_for_node("validated_trials", "validated_trials")
-        findings = result.output_for_node("validated_trials", "findings")
+        validated = result.asset_value("validated_trials")
+        findings = result.asset_value("findings")
 
     # Tables: a job key's '/' becomes a sub-folder under each asset's folder.
     for asset in ("raw_trials", "validated_trials", "findings"):
@@ -184,3 +184,88 @@ def test_materialize_unknown_partition_fails(jobs_root: Path, tmp_path: Path) ->
     }
     with dg.instance_for_test() as instance, pytest.raises(dg.DagsterUnknownPartitionError):
         dg.materialize([raw_trials], partition_key=KEY, instance=instance, resources=resources)
+
+
+# --------------------------------------------------------------------------- several partitions
+
+SAMPLE_JOBS = Path(__file__).resolve().parents[1] / "data" / "runs" / "jobs"
+INGEST_TABLES = ("raw_trials", "validated_trials", "findings", "skill_audit", "trial_audits")
+
+
+def _ingest_meta(result: dg.ExecuteInProcessResult) -> dict[tuple[str, str], dict[str, object]]:
+    return {
+        (e.materialization.asset_key.path[-1], str(e.materialization.partition)): {
+            k: getattr(v, "value", v) for k, v in e.materialization.metadata.items()
+        }
+        for e in result.get_asset_materialization_events()
+    }
+
+
+def test_one_run_over_every_partition_equals_one_run_per_partition(tmp_path: Path) -> None:
+    if not SAMPLE_JOBS.is_dir():
+        pytest.skip("sample runs not available")
+    root = tmp_path / "runs" / "jobs"
+    shutil.copytree(SAMPLE_JOBS, root)
+    keys = sorted(f"jobs/{p.name}" for p in root.iterdir() if p.is_dir())
+    assert len(keys) >= 2
+    run_roots = RunRoots(roots=[str(root)])
+    per_key, single = tmp_path / "per_key", tmp_path / "single"
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(job_partitions.name, keys)
+        want_meta = {}
+        for key in keys:
+            res = dg.materialize(
+                [raw_trials],
+                partition_key=key,
+                instance=instance,
+                resources={
+                    "run_roots": run_roots,
+                    "parquet_io_manager": ParquetIOManager(base_dir=str(per_key)),
+                },
+            )
+            assert res.success
+            want_meta.update(_ingest_meta(res))
+        res = (
+            definitions_module.build_defs(run_roots=run_roots, warehouse=str(single))
+            .resolve_job_def("ingest_job")
+            .execute_in_process(
+                instance=instance,
+                tags={
+                    "dagster/asset_partition_range_start": keys[0],
+                    "dagster/asset_partition_range_end": keys[-1],
+                },
+            )
+        )
+        assert res.success
+        got_meta = _ingest_meta(res)
+    assert set(got_meta) == set(want_meta) == {(a, k) for a in INGEST_TABLES for k in keys}
+    for asset in INGEST_TABLES:
+        for key in keys:
+            rel = Path(asset, *key.split("/")).with_suffix(".parquet")
+            got, want = pd.read_parquet(single / rel), pd.read_parquet(per_key / rel)
+            pd.testing.assert_frame_equal(got, want, check_dtype=False, obj=str(rel))
+            g, w = got_meta[(asset, key)], want_meta[(asset, key)]
+            assert str(g.pop("path")).endswith(str(rel))
+            assert str(w.pop("path")).endswith(str(rel))
+            assert g == w, (asset, key)
+
+
+def test_raw_trials_alone_reads_the_inventory_only(jobs_root: Path, tmp_path: Path) -> None:
+    resources = {
+        "run_roots": RunRoots(roots=[str(jobs_root)]),
+        "parquet_io_manager": ParquetIOManager(base_dir=str(tmp_path / "warehouse")),
+    }
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(job_partitions.name, [KEY])
+        result = dg.materialize(
+            [raw_trials],
+            selection=["raw_trials"],
+            partition_key=KEY,
+            instance=instance,
+            resources=resources,
+        )
+        assert result.success
+    assert {e.materialization.asset_key for e in result.get_asset_materialization_events()} == {
+        dg.AssetKey("raw_trials")
+    }
+    assert len(result.asset_value("raw_trials")) == 4

@@ -144,3 +144,134 @@ def test_rejects_non_dataframes(tmp_path: Path) -> None:
     )
     assert not res.success
     assert not (tmp_path / "not_a_frame.parquet").exists()
+
+
+# --------------------------------------------------------------------------- several partitions per run
+
+RANGE = {
+    "dagster/asset_partition_range_start": KEYS[0],
+    "dagster/asset_partition_range_end": KEYS[-1],
+}
+
+
+@dg.asset(
+    partitions_def=PARTS,
+    io_manager_key="parquet_io_manager",
+    backfill_policy=dg.BackfillPolicy.single_run(),
+)
+def batch(context: dg.AssetExecutionContext) -> pd.DataFrame:
+    """One frame for every partition of the run (a ``job`` column names each row's)."""
+    rows = [
+        {"job": key, "n": i, "note": None}
+        for key in context.partition_keys
+        for i in range(KEYS.index(key) + 1)
+        if key != KEYS[1]  # one partition without rows
+    ]
+    return pd.DataFrame(rows, columns=["job", "n", "note"])
+
+
+@dg.asset(
+    partitions_def=PARTS,
+    io_manager_key="parquet_io_manager",
+    backfill_policy=dg.BackfillPolicy.single_run(),
+)
+def batch_child(context: dg.AssetExecutionContext, batch: pd.DataFrame) -> pd.DataFrame:
+    assert sorted(set(batch["job"])) == sorted(k for k in context.partition_keys if k != KEYS[1])
+    return batch.assign(n=batch["n"] * 10)
+
+
+@dg.asset(io_manager_key="parquet_io_manager")
+def batch_all(batch: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat([df for _, df in sorted(batch.items())], ignore_index=True)
+
+
+def _read(base: Path, asset: str, key: str) -> pd.DataFrame:
+    return pd.read_parquet(base.joinpath(asset, *key.split("/")).with_suffix(".parquet"))
+
+
+def test_a_run_over_several_partitions_writes_one_file_per_partition(tmp_path: Path) -> None:
+    single, per_key = tmp_path / "single", tmp_path / "per_key"
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTS.name, KEYS)
+        for key in KEYS:
+            res = dg.materialize(
+                [batch, batch_child],
+                partition_key=key,
+                instance=instance,
+                resources={"parquet_io_manager": ParquetIOManager(base_dir=str(per_key))},
+            )
+            assert res.success
+        res = dg.materialize(
+            [batch, batch_child, batch_all],
+            instance=instance,
+            tags=RANGE,
+            selection=[batch, batch_child],
+            resources={"parquet_io_manager": ParquetIOManager(base_dir=str(single))},
+        )
+        assert res.success
+        mats = {
+            (e.materialization.asset_key.path[-1], e.materialization.partition): {
+                k: getattr(v, "value", v) for k, v in e.materialization.metadata.items()
+            }
+            for e in res.get_asset_materialization_events()
+        }
+        # The dict-typed child of every partition reads the per-partition files.
+        res = dg.materialize(
+            [batch, batch_child, batch_all],
+            instance=instance,
+            selection=[batch_all],
+            resources={"parquet_io_manager": ParquetIOManager(base_dir=str(single))},
+        )
+        assert res.success
+        everything = res.asset_value("batch_all")
+    assert set(mats) == {(a, k) for a in ("batch", "batch_child") for k in KEYS}
+    for key in KEYS:
+        for asset in ("batch", "batch_child"):
+            got, want = _read(single, asset, key), _read(per_key, asset, key)
+            pd.testing.assert_frame_equal(got, want, check_dtype=key != KEYS[1])
+            meta = mats[(asset, key)]
+            assert meta["dagster/row_count"] == len(want)
+            assert str(meta["path"]).endswith(f"{asset}/{key}.parquet")
+    assert len(_read(single, "batch", KEYS[1])) == 0
+    assert list(everything["n"]) == [0, 0, 1, 2]
+
+
+def test_a_frame_without_the_partition_column_cannot_cover_several_partitions(
+    tmp_path: Path,
+) -> None:
+    @dg.asset(
+        name="batch",
+        partitions_def=PARTS,
+        io_manager_key="parquet_io_manager",
+        backfill_policy=dg.BackfillPolicy.single_run(),
+    )
+    def no_job_column() -> pd.DataFrame:
+        return pd.DataFrame({"n": [1]})
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTS.name, KEYS)
+        res = dg.materialize(
+            [no_job_column],
+            instance=instance,
+            tags=RANGE,
+            raise_on_error=False,
+            resources={"parquet_io_manager": ParquetIOManager(base_dir=str(tmp_path))},
+        )
+    assert not res.success
+
+
+def test_loads_of_an_unchanged_file_reuse_the_parsed_frame(tmp_path: Path) -> None:
+    from bf_assets.defs.io_managers import SOURCE_ATTR, ParquetUPathIOManager
+
+    mgr = ParquetUPathIOManager(base_path=UPath(tmp_path))
+    path = UPath(tmp_path) / "t.parquet"
+    ctx = dg.build_output_context(asset_key="t")
+    mgr.dump_to_path(ctx, pd.DataFrame({"job": ["a"], "n": [1]}), path)
+    first = mgr.load_from_path(dg.build_input_context(), path)
+    again = mgr.load_from_path(dg.build_input_context(), path)
+    assert again.attrs[SOURCE_ATTR] == first.attrs[SOURCE_ATTR]
+    again["n"] = 5  # a copy: the cached frame is untouched
+    assert list(mgr.load_from_path(dg.build_input_context(), path)["n"]) == [1]
+    mgr.dump_to_path(ctx, pd.DataFrame({"job": ["a", "b"], "n": [1, 2]}), path)
+    changed = mgr.load_from_path(dg.build_input_context(), path)
+    assert len(changed) == 2 and changed.attrs[SOURCE_ATTR] != first.attrs[SOURCE_ATTR]

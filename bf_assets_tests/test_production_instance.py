@@ -388,7 +388,7 @@ def test_multiprocess_backfill_on_postgres(
             if e.dagster_event is not None
         }
         # Every step in a subprocess of its own (none in this process).
-        assert {"raw_trials", "validated_trials"} <= set(starts)
+        assert {"ingest_trials"} <= set(starts)
         assert len(set(starts.values())) == len(starts)
         assert os.getpid() not in starts.values()
         for asset in ASSETS:

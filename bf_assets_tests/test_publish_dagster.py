@@ -225,3 +225,18 @@ def test_manual_quarantine_is_honoured(
     card = (tmp_path / "published" / "README.md").read_text()
     assert "other-task__bbbb0001" in card and "quarantined" in card
     assert "publishable_with_quarantines" in card
+
+
+def test_partition_blocks_never_take_in_other_partitions() -> None:
+    from bf_assets.release import partition_blocks, range_tags
+
+    order = ["a", "b", "c", "d", "e"]
+    assert partition_blocks(order, ["a", "b", "c", "d", "e"]) == [["a", "b", "c", "d", "e"]]
+    assert partition_blocks(order, ["e", "a", "b", "d"]) == [["a", "b"], ["d", "e"]]
+    assert partition_blocks(order, ["c"]) == [["c"]]
+    assert partition_blocks(order, []) == []
+    assert range_tags(["c"]) == {}
+    assert range_tags(["a", "b"]) == {
+        "dagster/asset_partition_range_start": "a",
+        "dagster/asset_partition_range_end": "b",
+    }

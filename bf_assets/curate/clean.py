@@ -16,6 +16,7 @@ The counts of everything done are kept in a :class:`CleanStats` for the card and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -174,7 +175,8 @@ def _walk(
 
 _KEEP = object()
 _MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
-CACHE_MIN_CHARS = 256  # shorter strings are cleaned directly
+CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
+SHORT_CACHE_ENTRIES = 1 << 15
 CACHE_MAX_ENTRIES = 100_000
 
 
@@ -201,6 +203,22 @@ def redact_text_stable(text: str, counts: Counter[str]) -> str:
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
 
+def clean_text(text: str) -> tuple[str, Counter[str], Counter[str]]:
+    """One string redacted to stability and stripped of host paths, with the counts of
+    redactions (per kind) and host paths (per placeholder)."""
+    red: Counter[str] = Counter()
+    out = redact_text_stable(text, red)
+    paths = CleanStats()
+    out = strip_host_paths(out, paths)
+    return out, red, paths.host_paths
+
+
+# Short strings (job keys, rollout names, outcomes, exclusion reasons…) recur across rows,
+# trials, the card and the manifest of a release: each is cleaned once per process.  The
+# counters of a cached result are shared: callers only read them.
+_clean_short = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(clean_text)
+
+
 class Cleaner:
     """Cleans values for one trial, with a cache of cleaned strings.
 
@@ -214,15 +232,11 @@ class Cleaner:
         self._cache: dict[bytes, tuple[str, Counter[str], Counter[str]]] = {}
 
     def _clean_text(self, text: str) -> tuple[str, Counter[str], Counter[str]]:
-        red: Counter[str] = Counter()
-        out = redact_text_stable(text, red)
-        paths = CleanStats()
-        out = strip_host_paths(out, paths)
-        return out, red, paths.host_paths
+        return clean_text(text)
 
     def text(self, text: str) -> str:
         if len(text) < CACHE_MIN_CHARS:
-            out, red, paths = self._clean_text(text)
+            out, red, paths = _clean_short(text)
         else:
             key = text_key(text)
             hit = self._cache.get(key)

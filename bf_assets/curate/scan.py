@@ -7,6 +7,7 @@ path itself, only where and what kind.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from bf_assets.curate.clean import (
     CACHE_MIN_CHARS,
     HOST_PATH_KEYS,
     HOST_PATH_RULES,
+    SHORT_CACHE_ENTRIES,
     text_key,
 )
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
@@ -65,16 +67,27 @@ def host_paths_in(text: str) -> list[str]:
 TextCache = dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]]
 
 
+def text_hits(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(secret kinds, host-path placeholders)`` found in ``text``."""
+    return tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text))
+
+
+# Short strings recur across rows, shards, the card and the manifest: scanned once each.
+_short_hits = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(text_hits)
+
+
 def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(secret kinds, host-path placeholders)`` found in ``text``, cached by content."""
-    if cache is None or len(text) < CACHE_MIN_CHARS:
-        return tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text))
+    if len(text) < CACHE_MIN_CHARS:
+        return _short_hits(text)
+    if cache is None:
+        return text_hits(text)
     key = text_key(text)
     hit = cache.get(key)
     if hit is None:
         if len(cache) >= CACHE_MAX_ENTRIES:
             cache.clear()
-        hit = cache[key] = (tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text)))
+        hit = cache[key] = text_hits(text)
     return hit
 
 

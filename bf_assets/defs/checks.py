@@ -3,22 +3,19 @@
 On ``curated_rollouts``: ``PUBLISH_SECRET``, ``PUBLISH_HOST_PATH``, ``PUBLISH_BANNED_KEY``,
 ``PUBLISH_SCHEMA``, ``PUBLISH_NOT_READY`` (``checks.md`` §2) and
 ``release_verdict_not_not_publishable`` (§3).  All six read the same verification of the
-bundle (``bf_assets.publish.verify.verify_bundle``), memoized per process, so with the
-in-process executor a release is scanned once.  A failing check stops ``published_dataset``
+bundle (``bf_assets.publish.verify.verify_bundle``), memoized per process
+(``defs.publish.verified_index``), so with the in-process executor a release is scanned
+once.  A failing check stops ``published_dataset``
 in the same run; a run that skips the checks meets the same verification inside
 ``published_dataset``.
 """
-
-import hashlib
-import threading
 
 import dagster as dg
 import pandas as pd
 
 from bf_assets.contract import CHECKS
-from bf_assets.curate.frames import TableCandidates
 from bf_assets.curate.scan import PUBLISH_CHECKS
-from bf_assets.defs.publish import ALL_PARTITIONS, load_candidates, verify_index
+from bf_assets.defs.publish import ALL_PARTITIONS, load_candidates, verified_index
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
 
@@ -30,49 +27,18 @@ DESCRIPTIONS = {cid: CHECKS[cid].summary for cid in PUBLISH_CHECKS} | {
 GATE_CHECK_NAMES = (*PUBLISH_CHECKS, VERDICT_CHECK)
 
 
-_MEMO: dict[str, GateReport] = {}
-_MEMO_LOCK = threading.Lock()
-
-
-def _fingerprint(index: pd.DataFrame, found: TableCandidates) -> str:
-    h = hashlib.sha256(repr(found.dataset_verdict).encode())
-    h.update(pd.util.hash_pandas_object(index.astype(str), index=False).values.tobytes())
-    for c in sorted(found.candidates, key=lambda c: c.key):
-        h.update(
-            repr(
-                (
-                    c.key,
-                    c.slot,
-                    c.started_at,
-                    c.outcome,
-                    c.healthy,
-                    c.training_ready,
-                    c.verdict,
-                    c.rollout_id,
-                )
-            ).encode()
-        )
-    return h.hexdigest()
-
-
 def gate_report(
     run_roots: RunRoots,
     curated_rollouts: pd.DataFrame,
     validated_trials: dict[str, pd.DataFrame],
     raw_trials: dict[str, pd.DataFrame],
+    run_id: str | None = None,
 ) -> GateReport:
     """The bundle verification, computed once per bundle and input tables in a process (the
-    six checks share it; with the in-process executor the bundle is scanned once)."""
-    found = load_candidates(run_roots, validated_trials, raw_trials)
-    key = _fingerprint(curated_rollouts, found)
-    with _MEMO_LOCK:
-        if key in _MEMO:
-            return _MEMO[key]
-    _, _, report = verify_index(curated_rollouts, found)
-    with _MEMO_LOCK:
-        _MEMO.clear()  # keep only the latest bundle
-        _MEMO[key] = report
-    return report
+    six checks and ``published_dataset`` share it; with the in-process executor the bundle
+    is scanned once and the candidates are built once per run)."""
+    found = load_candidates(run_roots, validated_trials, raw_trials, run_id=run_id)
+    return verified_index(curated_rollouts, found)[2]
 
 
 def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:
@@ -106,12 +72,15 @@ def _gate_check(name: str) -> dg.AssetChecksDefinition:
         },
     )
     def _check(
+        context: dg.AssetCheckExecutionContext,
         run_roots: RunRoots,
         curated_rollouts: pd.DataFrame,
         validated_trials: dict[str, pd.DataFrame],
         raw_trials: dict[str, pd.DataFrame],
     ) -> dg.AssetCheckResult:
-        report = gate_report(run_roots, curated_rollouts, validated_trials, raw_trials)
+        report = gate_report(
+            run_roots, curated_rollouts, validated_trials, raw_trials, context.run.run_id
+        )
         return check_result(name, report)
 
     return _check

@@ -65,7 +65,9 @@ def curated_rollouts(
 ) -> dg.Output[pd.DataFrame]:
     """The exported training rows, cleaned, as a release bundle (Parquet shards per config,
     card, manifest) on disk; the value is the bundle's file index."""
-    found = load_candidates(run_roots, validated_trials, raw_trials, context.log)
+    found = load_candidates(
+        run_roots, validated_trials, raw_trials, context.log, run_id=context.run.run_id
+    )
     bundle = build_bundle(
         found.candidates,
         publish_target.staging_dir,

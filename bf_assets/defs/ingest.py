@@ -1,25 +1,38 @@
 """Ingest and gate assets, one partition per job directory.
 
+``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit`` and ``trial_audits`` are
+one multi-asset (op ``ingest_trials``): each trial is read once, for its file inventory and
+its review (``bf_assets.tables.review_with_inventory``); the graph still shows
+``raw_trials`` → the other four.  Any subset can be materialized (``raw_trials`` alone reads
+the inventory only).  A run may cover several job partitions (a single-run backfill, or
+``bf-assets release``): the trials of every partition are reviewed in one batch, the Parquet
+IO manager writes one file per partition, and every partition gets its own metadata.
+
 The bodies only call the core (``bf_assets.ingest.discovery``, ``bf_assets.tables``,
 ``bf_assets.review``) and turn its results into materialization metadata.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import dagster as dg
 import orjson
 import pandas as pd
 
 from bf_assets.contract import Outcome, Severity, Verdict
+from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.ingest.discovery import trials_of_job
-from bf_assets.review import review_refs, summarize
+from bf_assets.ingest.discovery import discover_trials
+from bf_assets.inventory import review_with_inventory
+from bf_assets.review import TrialReview, summarize
 from bf_assets.tables import audit_frames, raw_frame, validated_frames
 
 PARQUET_IO = "parquet_io_manager"
 PREVIEW_ROWS = 10
 PREVIEW_COLUMNS = ("rollout", "layout", "task_id", "model", "harness", "n_files")
+RAW = "raw_trials"
+REVIEWED = ("validated_trials", "findings", "skill_audit", "trial_audits")
+Meta = dict[str, dg.MetadataValue]
 
 
 def _counts(values: Mapping[str, int], vocabulary: type | None = None) -> dict[str, int]:
@@ -53,118 +66,175 @@ def _checks_table(findings: pd.DataFrame) -> str:
     return table.to_markdown(index=False)
 
 
-@dg.asset(
-    partitions_def=job_partitions,
-    io_manager_key=PARQUET_IO,
-    group_name="ingest",
-    kinds={"pandas", "parquet"},
-)
-def raw_trials(context: dg.AssetExecutionContext, run_roots: RunRoots) -> dg.Output[pd.DataFrame]:
-    """Every trial of one job directory as read from disk: identity, layout, file inventory
-    and read findings (one row per trial)."""
-    refs = trials_of_job(run_roots.roots, context.partition_key)
-    if not refs:
-        context.log.warning(f"no trials found for job {context.partition_key!r}")
-    df = raw_frame(refs)
-    return dg.Output(
-        df,
-        metadata={
-            "dagster/row_count": dg.MetadataValue.int(len(df)),
-            "by_layout": dg.MetadataValue.json(_counts(df["layout"].value_counts().to_dict())),
-            "read_findings": dg.MetadataValue.int(_n_read_findings(df)),
-            "preview": dg.MetadataValue.md(_preview(df)),
+def _raw_meta(raw: pd.DataFrame) -> Meta:
+    return {
+        "dagster/row_count": dg.MetadataValue.int(len(raw)),
+        "by_layout": dg.MetadataValue.json(_counts(raw["layout"].value_counts().to_dict())),
+        "read_findings": dg.MetadataValue.int(_n_read_findings(raw)),
+        "preview": dg.MetadataValue.md(_preview(raw)),
+    }
+
+
+def _reviewed_meta(
+    reviews: Sequence[TrialReview], tables: Mapping[str, pd.DataFrame], raw_rows: int
+) -> dict[str, Meta]:
+    """Metadata of the four reviewed tables of one partition."""
+    validated, findings = tables["validated_trials"], tables["findings"]
+    skills, audits = tables["skill_audit"], tables["trial_audits"]
+    summary = summarize(reviews)
+    loading = skills["task_skills_loading"].value_counts(dropna=False).to_dict()
+    return {
+        "validated_trials": {
+            "dagster/row_count": dg.MetadataValue.int(len(validated)),
+            "raw_rows": dg.MetadataValue.int(raw_rows),
+            "by_outcome": dg.MetadataValue.json(_counts(summary["by_outcome"], Outcome)),
+            "by_verdict": dg.MetadataValue.json(_counts(summary["by_verdict"], Verdict)),
+            "healthy": dg.MetadataValue.int(summary["healthy"]),
+            "training_ready": dg.MetadataValue.int(summary["training_ready"]),
+            "release_verdict": dg.MetadataValue.text(summary["release_verdict"]),
+            "findings_by_check": dg.MetadataValue.md(_checks_table(findings)),
         },
-    )
+        "findings": {
+            "dagster/row_count": dg.MetadataValue.int(len(findings)),
+            "by_severity": dg.MetadataValue.json(
+                _counts(summary["findings_by_severity"], Severity)
+            ),
+        },
+        "skill_audit": {
+            "dagster/row_count": dg.MetadataValue.int(len(skills)),
+            "task_skills_loading": dg.MetadataValue.json(
+                {str(k): int(v) for k, v in loading.items()}
+            ),
+            "by_status": dg.MetadataValue.json(
+                _counts(skills["status"].fillna("none").value_counts().to_dict())
+            ),
+        },
+        "trial_audits": {
+            "dagster/row_count": dg.MetadataValue.int(len(audits)),
+            "by_check": dg.MetadataValue.md(_checks_table(audits)),
+        },
+    }
+
+
+def _split(df: pd.DataFrame, keys: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The rows of each partition (its job key in the ``job`` column), in key order."""
+    if len(keys) == 1:
+        return {keys[0]: df}
+    groups = dict(tuple(df.groupby("job", sort=False))) if len(df) else {}
+    return {k: groups[k] if k in groups else df.iloc[0:0] for k in keys}
+
+
+def _partition_meta(
+    keys: Sequence[str],
+    selected: set[str],
+    tables: Mapping[str, pd.DataFrame],
+    reviews: Sequence[TrialReview] | None,
+) -> dict[str, dict[str, Meta]]:
+    """``{asset: {partition: metadata}}`` for the selected assets."""
+    split = {name: _split(df, keys) for name, df in tables.items()}
+    by_job: dict[str, list[TrialReview]] = {k: [] for k in keys}
+    for t in reviews or ():
+        by_job.setdefault(t.ref.job_key, []).append(t)
+    out: dict[str, dict[str, Meta]] = {name: {} for name in selected}
+    for k in keys:
+        raw_k = split[RAW][k]
+        if RAW in selected:
+            out[RAW][k] = _raw_meta(raw_k)
+        if reviews is not None:
+            part = {name: split[name][k] for name in REVIEWED}
+            for name, meta in _reviewed_meta(by_job[k], part, len(raw_k)).items():
+                if name in selected:
+                    out[name][k] = meta
+    return out
+
+
+def _outs() -> dict[str, dg.AssetOut]:
+    def out(group: str, description: str) -> dg.AssetOut:
+        return dg.AssetOut(
+            io_manager_key=PARQUET_IO,
+            group_name=group,
+            kinds={"pandas", "parquet"},
+            description=description,
+            is_required=False,
+        )
+
+    return {
+        RAW: out(
+            "ingest",
+            "Every trial of one job directory as read from disk: identity, layout, file "
+            "inventory and read findings (one row per trial).",
+        ),
+        "validated_trials": out(
+            "gate",
+            "One row per trial of the job after the gate: outcome, health, verdict, "
+            "attribution and its findings.",
+        ),
+        "findings": out("gate", "One row per finding (gate and audits) of the job's trials."),
+        "skill_audit": out(
+            "audit",
+            "One row per trial: the harness's startup skill catalog, expected task skills "
+            "and task_skills_loading.",
+        ),
+        "trial_audits": out(
+            "audit",
+            "One row per audit finding: skills, no-skill leakage, reward hacking, verifier "
+            "isolation, attribution, paths and provenance.",
+        ),
+    }
 
 
 @dg.multi_asset(
+    name="ingest_trials",
     partitions_def=job_partitions,
-    outs={
-        "validated_trials": dg.AssetOut(
-            io_manager_key=PARQUET_IO,
-            group_name="gate",
-            kinds={"pandas", "parquet"},
-            description=(
-                "One row per trial of the job after the gate: outcome, health, verdict, "
-                "attribution and its findings."
-            ),
-        ),
-        "findings": dg.AssetOut(
-            io_manager_key=PARQUET_IO,
-            group_name="gate",
-            kinds={"pandas", "parquet"},
-            description="One row per finding (gate and audits) of the job's trials.",
-        ),
-        "skill_audit": dg.AssetOut(
-            io_manager_key=PARQUET_IO,
-            group_name="audit",
-            kinds={"pandas", "parquet"},
-            description=(
-                "One row per trial: the harness's startup skill catalog, expected task skills "
-                "and task_skills_loading."
-            ),
-        ),
-        "trial_audits": dg.AssetOut(
-            io_manager_key=PARQUET_IO,
-            group_name="audit",
-            kinds={"pandas", "parquet"},
-            description=(
-                "One row per audit finding: skills, no-skill leakage, reward hacking, verifier "
-                "isolation, attribution, paths and provenance."
-            ),
-        ),
+    outs=_outs(),
+    internal_asset_deps={
+        RAW: set(),
+        **{name: {dg.AssetKey(RAW)} for name in REVIEWED},
     },
+    can_subset=True,
+    backfill_policy=dg.BackfillPolicy.single_run(),
 )
-def validated_trials(
-    context: dg.AssetExecutionContext, run_roots: RunRoots, raw_trials: pd.DataFrame
-) -> tuple[
-    dg.Output[pd.DataFrame],
-    dg.Output[pd.DataFrame],
-    dg.Output[pd.DataFrame],
-    dg.Output[pd.DataFrame],
-]:
-    """Review every trial of the job (the gate, then every audit: one pass over each trial's
-    files) and return the validated table, its findings, the skill audit and the audit
-    findings."""
-    refs = trials_of_job(run_roots.roots, context.partition_key)
-    reviews = review_refs(refs, run_roots.review_options())
-    summary = summarize(reviews)
-    validated, findings = validated_frames(reviews)
-    skills, audits = audit_frames(reviews)
-    if len(raw_trials) != len(validated):
-        context.log.warning(
-            f"raw_trials has {len(raw_trials)} rows but {len(validated)} trials were reviewed: "
-            "the job directory changed since raw_trials was materialized"
-        )
-    validated_meta = {
-        "dagster/row_count": dg.MetadataValue.int(len(validated)),
-        "raw_rows": dg.MetadataValue.int(len(raw_trials)),
-        "by_outcome": dg.MetadataValue.json(_counts(summary["by_outcome"], Outcome)),
-        "by_verdict": dg.MetadataValue.json(_counts(summary["by_verdict"], Verdict)),
-        "healthy": dg.MetadataValue.int(summary["healthy"]),
-        "training_ready": dg.MetadataValue.int(summary["training_ready"]),
-        "release_verdict": dg.MetadataValue.text(summary["release_verdict"]),
-        "findings_by_check": dg.MetadataValue.md(_checks_table(findings)),
-    }
-    findings_meta = {
-        "dagster/row_count": dg.MetadataValue.int(len(findings)),
-        "by_severity": dg.MetadataValue.json(_counts(summary["findings_by_severity"], Severity)),
-    }
-    loading = skills["task_skills_loading"].value_counts(dropna=False).to_dict()
-    skills_meta = {
-        "dagster/row_count": dg.MetadataValue.int(len(skills)),
-        "task_skills_loading": dg.MetadataValue.json({str(k): int(v) for k, v in loading.items()}),
-        "by_status": dg.MetadataValue.json(
-            _counts(skills["status"].fillna("none").value_counts().to_dict())
-        ),
-    }
-    audits_meta = {
-        "dagster/row_count": dg.MetadataValue.int(len(audits)),
-        "by_check": dg.MetadataValue.md(_checks_table(audits)),
-    }
-    return (
-        dg.Output(validated, output_name="validated_trials", metadata=validated_meta),
-        dg.Output(findings, output_name="findings", metadata=findings_meta),
-        dg.Output(skills, output_name="skill_audit", metadata=skills_meta),
-        dg.Output(audits, output_name="trial_audits", metadata=audits_meta),
-    )
+def ingest_trials(
+    context: dg.AssetExecutionContext, run_roots: RunRoots
+) -> Iterator[dg.Output[pd.DataFrame]]:
+    """Read every trial of the run's job partitions once: the raw inventory, then the review
+    (the gate and every audit) and its tables: validated trials, findings, the skill audit
+    and the audit findings."""
+    keys = list(context.partition_keys)
+    wanted = set(keys)
+    refs = [t for t in discover_trials(run_roots.roots) if t.job_key in wanted]
+    found = {t.job_key for t in refs}
+    for k in keys:
+        if k not in found:
+            context.log.warning(f"no trials found for job {k!r}")
+    selected = set(context.op_execution_context.selected_output_names)
+    reviews: list[TrialReview] | None = None
+    if selected == {RAW}:
+        tables = {RAW: raw_frame(refs)}
+    else:
+        reviews, raw = review_with_inventory(refs, run_roots.review_options())
+        validated, findings = validated_frames(reviews)
+        skills, audits = audit_frames(reviews)
+        tables = {
+            RAW: raw,
+            "validated_trials": validated,
+            "findings": findings,
+            "skill_audit": skills,
+            "trial_audits": audits,
+        }
+    meta = _partition_meta(keys, selected, tables, reviews)
+    for name in [RAW, *REVIEWED]:
+        if name not in selected:
+            continue
+        if len(keys) == 1:
+            yield dg.Output(tables[name], output_name=name, metadata=meta[name][keys[0]])
+            continue
+        step = context.get_step_execution_context()
+        for k, m in meta[name].items():
+            add_partition_metadata(step, dg.AssetKey(name), k, m)
+        yield dg.Output(tables[name], output_name=name)
+
+
+# The five tables come from one op; both names stay importable (definitions, tests).
+raw_trials = ingest_trials
+validated_trials = ingest_trials

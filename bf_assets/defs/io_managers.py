@@ -13,10 +13,17 @@ Two fixes over the base class (``reference/dagster-idioms.md`` §2.1):
   one-item dict for one partition (the base class gives ``None`` and the bare frame);
 * columns that pyarrow can only type as ``null`` (every value missing, or no rows) are
   written as strings, so one batch never changes the schema of a column.
+
+An output that covers several partitions (a single-run backfill, ``bf-assets release``) is
+split on its ``job`` column (the partition key, ``PARTITION_COLUMN``) and written as one file
+per partition, each with its own ``path`` and ``dagster/row_count`` metadata; an input of
+several partitions whose parameter is annotated ``pd.DataFrame`` is their concatenation.
+Within one run a local file is parsed once: later loads of the unchanged file reuse it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +32,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
+
+from bf_assets.defs.metadata import add_partition_metadata
+
+PARTITION_COLUMN = "job"
+# ``DataFrame.attrs`` key of a loaded frame: which file, in which state, it was parsed from
+# (``path|mtime_ns|size|inode``), so callers can tell two loads of the same file apart from
+# different data without hashing it.
+SOURCE_ATTR = "bf_assets.source"
 
 
 def _encode_segment(segment: str) -> str:
@@ -56,6 +71,11 @@ def _wants_dict(context: dg.InputContext) -> bool:
     return _is_dict_type(context.dagster_type.typing_type)
 
 
+def _wants_frame(context: dg.InputContext) -> bool:
+    t = context.dagster_type.typing_type
+    return isinstance(t, type) and issubclass(t, pd.DataFrame)
+
+
 def _arrow_table(df: pd.DataFrame) -> pa.Table:
     table = pa.Table.from_pandas(df, preserve_index=False)
     for i, f in enumerate(table.schema):
@@ -64,10 +84,44 @@ def _arrow_table(df: pd.DataFrame) -> pa.Table:
     return table
 
 
+def _local_signature(path: UPath) -> tuple[int, int, int] | None:
+    """``(mtime_ns, size, inode)`` of a local file; ``None`` for other filesystems."""
+    if getattr(path, "protocol", "") not in ("", "file", "local"):
+        return None
+    try:
+        st = os.stat(path.path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _split_by_partition(
+    context: dg.OutputContext, obj: pd.DataFrame, keys: list[str]
+) -> dict[str, pd.DataFrame]:
+    if PARTITION_COLUMN not in obj.columns:
+        raise ValueError(
+            f"output {context.asset_key.to_user_string()} covers {len(keys)} partitions but has "
+            f"no {PARTITION_COLUMN!r} column to split it on"
+        )
+    groups = dict(tuple(obj.groupby(PARTITION_COLUMN, sort=False))) if len(obj) else {}
+    stray = set(groups) - set(keys)
+    if stray:
+        raise ValueError(
+            f"output {context.asset_key.to_user_string()} has rows of partitions outside the "
+            f"run: {', '.join(sorted(map(str, stray))[:5])}"
+        )
+    return {k: (groups[k] if k in groups else obj.iloc[0:0]).reset_index(drop=True) for k in keys}
+
+
 class ParquetUPathIOManager(dg.UPathIOManager):
     """Stores pandas DataFrames as Parquet files under ``base_path`` (any fsspec filesystem)."""
 
     extension: str = ".parquet"
+
+    def __init__(self, base_path: UPath | None = None) -> None:
+        super().__init__(base_path=base_path)
+        # str(path) -> (file signature, frame): one parse per unchanged local file per run.
+        self._parsed: dict[str, tuple[tuple[int, int, int], pd.DataFrame]] = {}
 
     def get_path_for_partition(
         self, context: dg.InputContext | dg.OutputContext, path: UPath, partition: str
@@ -81,15 +135,53 @@ class ParquetUPathIOManager(dg.UPathIOManager):
                 f"{context.asset_key.to_user_string() if context.has_asset_key else context.name} "
                 f"is a {type(obj).__name__}"
             )
+        self._parsed.pop(str(path), None)
         with path.open("wb") as fh:
             pq.write_table(_arrow_table(obj), fh)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
+        sig = _local_signature(path)
+        hit = self._parsed.get(str(path))
+        if sig is not None and hit is not None and hit[0] == sig:
+            return hit[1].copy(deep=False)
         with path.open("rb") as fh:
-            return pq.read_table(fh).to_pandas()
+            df = pq.read_table(fh).to_pandas()
+        df.attrs.pop(SOURCE_ATTR, None)
+        if sig is None:
+            return df
+        df.attrs[SOURCE_ATTR] = "|".join(map(str, (path, *sig)))
+        self._parsed[str(path)] = (sig, df)
+        return df.copy(deep=False)
 
     def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame) -> dict[str, Any]:
         return {"dagster/row_count": dg.MetadataValue.int(len(obj))}
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        keys = list(context.asset_partition_keys) if context.has_asset_partitions else []
+        if len(keys) <= 1 or not isinstance(obj, pd.DataFrame):
+            super().handle_output(context, obj)
+            return
+        paths = self._get_paths_for_partitions(context)
+        parts = _split_by_partition(context, obj, keys)
+        self._handle_transition_to_partitioned_asset(context, paths[keys[0]].parent)
+        per_partition: dict[str, dict[str, dg.MetadataValue]] = {}
+        for key, part in parts.items():
+            path = paths[key]
+            self.make_directory(path.parent)
+            self.dump_to_path(context=context, obj=part, path=path)
+            per_partition[key] = {
+                "path": dg.MetadataValue.path(str(path)),
+                **self.get_metadata(context, part),
+            }
+        where = self._get_path_without_extension(context)
+        context.log.debug(f"Wrote {len(parts)} partition(s) under {where}")
+        try:
+            step = context.step_context
+        except dg.DagsterInvariantViolationError:  # a bare output context (unit tests)
+            context.add_output_metadata(self.get_metadata(context, obj))
+            return
+        for key, meta in per_partition.items():
+            add_partition_metadata(step, context.asset_key, key, meta)
 
     def load_input(self, context: dg.InputContext) -> Any:
         if (
@@ -102,11 +194,30 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         return super().load_input(context)
 
     def load_partitions(self, context: dg.InputContext) -> Any:
-        out = super().load_partitions(context)
-        keys = context.asset_partition_keys
-        if len(keys) == 1 and _wants_dict(context):
-            return {} if out is None else {keys[0]: out}
-        return out
+        """Every requested partition, one debug line for all of them (the base class logs an
+        event per partition): a frame for one partition (``{key: frame}`` for a ``dict``
+        parameter), ``{key: frame}`` for several (their concatenation for a ``DataFrame``
+        parameter).  A missing partition is an error unless ``allow_missing_partitions``."""
+        keys = list(context.asset_partition_keys)
+        paths = self._get_paths_for_partitions(context)
+        meta = context.definition_metadata or {}
+        allow_missing = bool(meta.get("allow_missing_partitions", False))
+        out: dict[str, pd.DataFrame] = {}
+        for key in keys:
+            try:
+                out[key] = self.load_from_path(context=context, path=paths[key])
+            except FileNotFoundError:
+                if not allow_missing:
+                    raise
+                context.log.warning(self.get_missing_partition_log_message(key))
+        where = paths[keys[0]] if len(keys) == 1 else self._get_path_without_extension(context)
+        context.log.debug(f"Loaded {len(out)} of {len(keys)} partition(s) from {where}")
+        if len(keys) == 1 and not _wants_dict(context):
+            return out.get(keys[0])
+        if not _wants_frame(context):
+            return out
+        frames = [df for _, df in sorted(out.items())]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 class ParquetIOManager(dg.ConfigurableIOManagerFactory):

@@ -9,14 +9,16 @@ ingest_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets(
         "raw_trials", "validated_trials", "findings", "skill_audit", "trial_audits"
     ),
-    description="Read, review and tabulate the trials of one job directory (one partition).",
+    description="Read, review and tabulate the trials of job directories: one partition, or "
+    "a range of them in one run (a single-run backfill, bf-assets release).",
 )
 
 # The release: curation over every ingested partition, the blocking publish checks of
 # ``checks.py`` (included because they check a selected asset) and the publish step, in one
-# run, so a failing check stops the publish step of the same run.  Ingest runs per partition
-# (``ingest_job``, the sensor, or ``bf-assets release``) before it.  The ``release`` tag
-# feeds the run tag-concurrency limit of ``dagster.yaml`` (one release at a time).
+# run, so a failing check stops the publish step of the same run.  Ingest runs before it:
+# per partition (the sensor) or over a range of partitions in one run (a backfill,
+# ``bf-assets release``).  The ``release`` tag feeds the run tag-concurrency limit of
+# ``dagster.yaml`` (one release at a time).
 release_job = dg.define_asset_job(
     "release_job",
     selection=dg.AssetSelection.assets("curated_rollouts", "published_dataset"),

@@ -1,12 +1,15 @@
 """The publish stage: the ``PublishTarget`` resource and the ``published_dataset`` asset.
 
-``published_dataset`` re-verifies the bundle itself (every ``PUBLISH_*`` check and the
+``published_dataset`` verifies the bundle itself (every ``PUBLISH_*`` check and the
 release verdict, ``bf_assets.publish.verify``) before writing anything, so a run that
 selects only this asset, bypassing the blocking checks of ``checks.py``, still refuses bad
-data.  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
+data (in a process that already verified the same bundle and candidates, the checks' result
+is reused).  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
 """
 
+import hashlib
 import os
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -15,6 +18,7 @@ from pydantic import Field
 
 from bf_assets.curate.frames import TableCandidates, candidates_from_tables
 from bf_assets.curate.scan import SCHEMA
+from bf_assets.defs.io_managers import SOURCE_ATTR
 from bf_assets.defs.resources import REPO_ROOT, RunRoots
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
@@ -96,19 +100,53 @@ class PublishTarget(dg.ConfigurableResource):
         return results
 
 
+def _sources(frames: dict[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | None:
+    """Where each frame was loaded from (``io_managers.SOURCE_ATTR``); ``None`` when one
+    frame does not say (then nothing is memoized)."""
+    out = []
+    for key, df in sorted(frames.items()):
+        src = df.attrs.get(SOURCE_ATTR) if df is not None else None
+        if not isinstance(src, str):
+            return None
+        out.append((key, src))
+    return tuple(out)
+
+
+_CANDIDATES: dict[tuple[object, ...], TableCandidates] = {}
+_CANDIDATES_LOCK = threading.Lock()
+
+
 def load_candidates(
     run_roots: RunRoots,
     validated: dict[str, pd.DataFrame],
     raw: dict[str, pd.DataFrame],
     log: dg.DagsterLogManager | None = None,
+    *,
+    run_id: str | None = None,
 ) -> TableCandidates:
-    found = candidates_from_tables(
-        run_roots.existing_roots(),
-        validated,
-        raw,
-        plan_path=run_roots.plan_path,
-        quarantine_path=run_roots.quarantine_path,
-    )
+    """The curation candidates of the tables (``curate.frames.candidates_from_tables``).
+
+    With ``run_id``, computed once per run and per table files (the asset, its six checks
+    and ``published_dataset`` share it when they run in one process): the key is the run,
+    the run roots' settings and the file each table was parsed from."""
+    v_src, r_src = _sources(validated), _sources(raw)
+    key: tuple[object, ...] | None = None
+    if run_id is not None and v_src is not None and r_src is not None:
+        key = (run_id, run_roots.model_dump_json(), v_src, r_src)
+    with _CANDIDATES_LOCK:
+        found = _CANDIDATES.get(key) if key is not None else None
+    if found is None:
+        found = candidates_from_tables(
+            run_roots.existing_roots(),
+            validated,
+            raw,
+            plan_path=run_roots.plan_path,
+            quarantine_path=run_roots.quarantine_path,
+        )
+        if key is not None:
+            with _CANDIDATES_LOCK:
+                _CANDIDATES.clear()  # keep only the latest run's
+                _CANDIDATES[key] = found
     if log is not None:
         for what, items in (
             ("partitions not under the run roots (ignored)", found.ignored_partitions),
@@ -137,6 +175,46 @@ def verify_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str
     return bundle_dir, tag, report
 
 
+def _fingerprint(index: pd.DataFrame, found: TableCandidates) -> str:
+    h = hashlib.sha256(repr(found.dataset_verdict).encode())
+    h.update(pd.util.hash_pandas_object(index.astype(str), index=False).values.tobytes())
+    for c in sorted(found.candidates, key=lambda c: c.key):
+        h.update(
+            repr(
+                (
+                    c.key,
+                    c.slot,
+                    c.started_at,
+                    c.outcome,
+                    c.healthy,
+                    c.training_ready,
+                    c.verdict,
+                    c.rollout_id,
+                )
+            ).encode()
+        )
+    return h.hexdigest()
+
+
+_VERIFIED: dict[str, tuple[Path, str, GateReport]] = {}
+_VERIFIED_LOCK = threading.Lock()
+
+
+def verified_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str, GateReport]:
+    """:func:`verify_index`, memoized per process on the index and the candidates (the
+    bundle folder is content-addressed and every target checks what it writes against the
+    manifest): the six checks and ``published_dataset`` of one run scan the bundle once."""
+    key = _fingerprint(index, found)
+    with _VERIFIED_LOCK:
+        if key in _VERIFIED:
+            return _VERIFIED[key]
+    out = verify_index(index, found)
+    with _VERIFIED_LOCK:
+        _VERIFIED.clear()  # keep only the latest bundle
+        _VERIFIED[key] = out
+    return out
+
+
 @dg.asset(
     ins={
         "curated_rollouts": dg.AssetIn(),
@@ -158,8 +236,8 @@ def published_dataset(
     """The release: Parquet shards, ``README.md`` card and ``meta/manifest.json`` in the local
     folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
     bundle that fails any publish check, whatever ran before it."""
-    found = load_candidates(run_roots, validated_trials, raw_trials)
-    bundle_dir, tag, report = verify_index(curated_rollouts, found)
+    found = load_candidates(run_roots, validated_trials, raw_trials, run_id=context.run.run_id)
+    bundle_dir, tag, report = verified_index(curated_rollouts, found)
     if not report.ok:
         raise dg.Failure(
             description=f"refusing to publish: {report.summary()}",

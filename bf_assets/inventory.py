@@ -1,0 +1,147 @@
+"""One read of each trial for both ingest tables: its review and its ``raw_trials`` row.
+
+``review_with_inventory`` scans every trial once with its files hashed (the inventory needs
+the digests), builds the ``raw_trials`` row from that scan (``bf_assets.tables.read_row``,
+the same row ``raw_frame`` gives) and reviews the same scan (``bf_assets.review.review_data``,
+the review ``review_trial`` gives with ``hash_files=True``).  Large batches are spread over
+worker processes, like ``review_refs``.
+
+``prefetch`` starts such a batch in worker processes and returns at once; the next
+``review_with_inventory`` call with the same trials and options collects it instead of
+starting over (``bf-assets release`` starts the review before Dagster is even imported).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bf_assets.ingest.discovery import TrialRef
+from bf_assets.ingest.readers import clear_path_cache
+from bf_assets.ingest.scan import scan_trial
+from bf_assets.review import TRIAL_ERRORS, ReviewOptions, TrialReview, review_data, review_trial
+from bf_assets.tables import RAW_COLUMNS, frame, read_row, unreadable_raw_row
+
+CHUNK = 32  # trials per worker task
+MIN_PARALLEL = 64  # smaller batches stay in this process
+
+Pair = tuple[TrialReview, dict[str, object]]
+
+
+def inventory_review(ref: TrialRef, options: ReviewOptions) -> Pair:
+    """One trial: its review and its ``raw_trials`` row, from one scan."""
+    try:
+        data = scan_trial(ref, options.limits, hash_files=True)
+    except TRIAL_ERRORS as exc:
+        return review_trial(ref, options), unreadable_raw_row(ref, exc)
+    raw = read_row(data)
+    try:
+        review = review_data(data, options)
+    except TRIAL_ERRORS:
+        review = review_trial(ref, options)  # the review's own error path (reads it again)
+    return review, raw
+
+
+def _chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[Pair]:
+    return [inventory_review(ref, options) for ref in refs]
+
+
+@dataclass(slots=True)
+class _Batch:
+    refs: list[TrialRef]
+    options: ReviewOptions
+    pool: ProcessPoolExecutor
+    futures: list[Future[list[Pair]]]
+
+    def collect(self) -> list[Pair]:
+        try:
+            return [pair for fut in self.futures for pair in fut.result()]
+        finally:
+            self.pool.shutdown(wait=True)
+
+    def cancel(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _workers(refs: Sequence[TrialRef], opts: ReviewOptions) -> int:
+    if len(refs) < MIN_PARALLEL:
+        return 1
+    return min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
+
+
+def _start(refs: Sequence[TrialRef], opts: ReviewOptions, workers: int) -> _Batch:
+    clear_path_cache()
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
+        futures = [
+            pool.submit(_chunk, refs[i : i + CHUNK], opts) for i in range(0, len(refs), CHUNK)
+        ]
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    return _Batch(list(refs), opts, pool, futures)
+
+
+_PENDING: _Batch | None = None
+_LOCK = threading.Lock()
+
+
+def prefetch(refs: Sequence[TrialRef], options: ReviewOptions | None = None) -> None:
+    """Start reviewing ``refs`` in worker processes and return at once (nothing for a batch
+    too small to be spread); the next :func:`review_with_inventory` of the same trials and
+    options collects it.  Replaces (and cancels) an earlier prefetch."""
+    global _PENDING
+    opts = options or ReviewOptions()
+    workers = _workers(refs, opts)
+    cancel_prefetch()
+    if workers <= 1:
+        return
+    batch = _start(refs, opts, workers)
+    with _LOCK:
+        _PENDING = batch
+
+
+def cancel_prefetch() -> None:
+    """Drop a prefetch nobody collected (its queued work is cancelled)."""
+    global _PENDING
+    with _LOCK:
+        batch, _PENDING = _PENDING, None
+    if batch is not None:
+        batch.cancel()
+
+
+def _take(refs: Sequence[TrialRef], opts: ReviewOptions) -> _Batch | None:
+    global _PENDING
+    with _LOCK:
+        batch = _PENDING
+        if batch is None or batch.options != opts or batch.refs != list(refs):
+            return None
+        _PENDING = None
+    return batch
+
+
+def review_with_inventory(
+    refs: Sequence[TrialRef], options: ReviewOptions | None = None
+) -> tuple[list[TrialReview], pd.DataFrame]:
+    """Review ``refs`` and build their ``raw_trials`` table from the same read of each trial;
+    a matching :func:`prefetch` is collected instead of reading the trials again."""
+    opts = options or ReviewOptions()
+    batch = _take(refs, opts)
+    if batch is None:
+        cancel_prefetch()  # another batch: free its workers
+        workers = _workers(refs, opts)
+        if workers <= 1:
+            clear_path_cache()
+            pairs = _chunk(refs, opts)
+            return [r for r, _ in pairs], frame([raw for _, raw in pairs], RAW_COLUMNS)
+        batch = _start(refs, opts, workers)
+    pairs = batch.collect()
+    return [r for r, _ in pairs], frame([raw for _, raw in pairs], RAW_COLUMNS)

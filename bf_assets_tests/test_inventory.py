@@ -1,0 +1,80 @@
+"""One read per trial for both ingest tables (``bf_assets.inventory``), and its prefetch."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bf_assets import inventory
+from bf_assets.ingest.discovery import TrialRef, discover_trials
+from bf_assets.review import ReviewOptions, review_refs
+from bf_assets.tables import audit_frames, raw_frame, validated_frames
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_JOBS = REPO / "data" / "runs" / "jobs"
+SAMPLE_TASKS = REPO / "data" / "runs" / "tasks"
+
+
+@pytest.fixture
+def refs() -> list[TrialRef]:
+    if not SAMPLE_JOBS.is_dir():
+        pytest.skip("sample runs not available")
+    return discover_trials([SAMPLE_JOBS])
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spread even the small sample over worker processes."""
+    monkeypatch.setattr(inventory, "CHUNK", 4)
+    monkeypatch.setattr(inventory, "MIN_PARALLEL", 8)
+
+
+def _assert_same_as_two_reads(refs: list[TrialRef], opts: ReviewOptions, got: tuple) -> None:
+    reviews, raw = got
+    pd.testing.assert_frame_equal(raw, raw_frame(refs))
+    want = review_refs(refs, opts)
+    for a, b in zip(validated_frames(reviews), validated_frames(want), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    for a, b in zip(audit_frames(reviews), audit_frames(want), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["in-process", "workers"])
+def test_one_read_gives_both_tables(
+    refs: list[TrialRef], request: pytest.FixtureRequest, parallel: bool
+) -> None:
+    if parallel:
+        request.getfixturevalue("small_batches")
+    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
+    _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
+
+
+def test_a_prefetch_is_collected_by_the_same_batch(
+    refs: list[TrialRef], small_batches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
+    inventory.prefetch(refs, opts)
+    started: list[int] = []
+    real_start = inventory._start
+    monkeypatch.setattr(
+        inventory, "_start", lambda r, o, w: started.append(len(r)) or real_start(r, o, w)
+    )
+    got = inventory.review_with_inventory(list(refs), ReviewOptions(**_fields(opts)))
+    assert started == []  # collected, not started again
+    _assert_same_as_two_reads(refs, opts, got)
+
+
+def test_a_prefetch_of_other_trials_or_options_is_not_used(
+    refs: list[TrialRef], small_batches: None
+) -> None:
+    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
+    inventory.prefetch(refs[1:], opts)
+    _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
+    assert inventory._PENDING is None  # the stale prefetch was dropped
+    inventory.prefetch(refs, ReviewOptions(workers=2))  # no task tree
+    _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
+    inventory.cancel_prefetch()
+
+
+def _fields(opts: ReviewOptions) -> dict[str, object]:
+    return {name: getattr(opts, name) for name in ReviewOptions.__slots__}
