@@ -28,14 +28,21 @@ from typing import IO, Any
 import orjson
 
 from bf_assets.ingest.readers import MiB, ReadLimits
-from bf_assets.ingest.stepparse import GiveUp, StepParser, depth_ok, has_long_digit_run
+from bf_assets.ingest.stepparse import (
+    WS,
+    GiveUp,
+    StepParser,
+    closer_before,
+    depth_ok,
+    has_long_digit_run,
+)
 
 __all__ = ["GiveUp", "has_long_digit_run", "split_row"]
 
 CHUNK = MiB
 STEP_CAP = 64 * MiB  # a step (or head, or tail) longer than this goes to the exact parser
 MAX_TRIES = 8  # candidate ends tried for one step before giving up
-_WS = b" \t\r\n"
+_WS = WS
 _KEY = b'"trajectory"'
 
 
@@ -151,7 +158,7 @@ def _step_at(w: _Window, s: int, steps: StepParser) -> tuple[Any, int]:
                 return _last_step(w, s, steps)
             continue
         start = q + 1
-        e = _end_before(w.buf, q)
+        e = closer_before(w.buf, q, 0x7D)  # "}"
         if e < 0:
             continue
         tries += 1
@@ -160,19 +167,6 @@ def _step_at(w: _Window, s: int, steps: StepParser) -> tuple[Any, int]:
         step = steps.parse(w.buf[s : e + 1])
         if step is not None:
             return step, e
-
-
-def _end_before(buf: bytes, q: int) -> int:
-    """Index of the ``}`` in ``}<ws>,<ws>`` right before ``q``, else -1."""
-    i = q - 1
-    while i >= 0 and buf[i] in _WS:
-        i -= 1
-    if i < 0 or buf[i] != 0x2C:  # ","
-        return -1
-    i -= 1
-    while i >= 0 and buf[i] in _WS:
-        i -= 1
-    return i if i >= 0 and buf[i] == 0x7D else -1  # "}"
 
 
 def _last_step(w: _Window, s: int, steps: StepParser) -> tuple[Any, int]:

@@ -194,7 +194,7 @@ def prompt_close(piece: bytes, start: int, key2: bytes, check: Any) -> tuple[int
     k = piece.find(key2, start)
     tries = 0
     while k >= 0 and tries < MAX_TRIES:
-        j = _close_before(piece, k)
+        j = closer_before(piece, k, 0x5D)  # "]"
         if j >= start:
             tries += 1
             new = check(j)
@@ -204,17 +204,17 @@ def prompt_close(piece: bytes, start: int, key2: bytes, check: Any) -> tuple[int
     return None
 
 
-def _close_before(piece: bytes, k: int) -> int:
-    """Index of the ``]`` in ``]<ws>,<ws>`` right before ``k``, else -1."""
+def closer_before(buf: bytes, k: int, closer: int) -> int:
+    """Index of the ``closer`` byte in ``<closer><ws>,<ws>`` right before ``k``, else -1."""
     i = k - 1
-    while i >= 0 and piece[i] in WS:
+    while i >= 0 and buf[i] in WS:
         i -= 1
-    if i < 0 or piece[i] != 0x2C:  # ","
+    if i < 0 or buf[i] != 0x2C:  # ","
         return -1
     i -= 1
-    while i >= 0 and piece[i] in WS:
+    while i >= 0 and buf[i] in WS:
         i -= 1
-    return i if i >= 0 and piece[i] == 0x5D else -1  # "]"
+    return i if i >= 0 and buf[i] == closer else -1
 
 
 def _learn(piece: bytes, step: Any) -> _Memo | None:
