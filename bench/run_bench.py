@@ -585,6 +585,8 @@ class Tools:
             self.release_template = None
         self.ours_help = ""
         self.release_problem: str | None = None
+        self.fresh_instance: bool = args.fresh_instance
+        self._template: Path | None = None
         self.failed_runs = 0
 
     # -- availability ----------------------------------------------------------------------
@@ -654,14 +656,35 @@ class Tools:
             [sys.executable, str(self.validator), str(jobs), "--json"], _child_env(), self.scratch
         )
 
+    def instance_template(self) -> Path | None:
+        """An empty, initialised Dagster instance (storage schemas created), made once per
+        bench run: every release run gets a fresh copy of it, as a deployment's instance
+        exists before its first build.  None with ``--fresh-instance`` (each run then also
+        pays for creating the instance)."""
+        if self.fresh_instance:
+            return None
+        if self._template is None:
+            home = self._fresh_dir("dagster-template-")
+            shutil.copyfile(REPO_ROOT / "dagster.yaml", home / "dagster.yaml")
+            init = "import dagster; dagster.DagsterInstance.get()"
+            env = _child_env({"DAGSTER_HOME": str(home)})
+            ok, text = _probe([sys.executable, "-c", init], env, self.scratch)
+            if not ok:
+                raise BenchError(f"could not initialise a Dagster instance: {text}")
+            self._template = home
+        return self._template
+
     def release(self, corpus: Corpus) -> Invocation:
         assert self.release_template is not None
         run_dir = self._fresh_dir("release-")
         home = run_dir / "dagster_home"
         out = run_dir / "out"
         cache = run_dir / "cache"
+        template = self.instance_template()
+        if template is not None:
+            shutil.copytree(template, home)
         for d in (home, out, cache):
-            d.mkdir()
+            d.mkdir(exist_ok=True)
         values = {"jobs": str(corpus.jobs), "corpus": str(corpus.root), "out": str(out)}
         argv = [a.format(**values) for a in self.release_template]
         env = _child_env({"DAGSTER_HOME": str(home), "XDG_CACHE_HOME": str(cache)})
@@ -1055,6 +1078,10 @@ class Bench:
             return
         corpus = self.corpora.trials(self.sizes.small)
         print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        kind = (
+            "created by each run" if self.tools.fresh_instance else "a copy of an initialised one"
+        )
+        print(f"  Dagster instance: SQLite, {kind} (--fresh-instance to change)")
         if not self.args.no_prewarm:
             prewarm(corpus.jobs)
         sides = [
@@ -1085,6 +1112,9 @@ class Bench:
             {
                 "corpus": {"path": str(corpus.root), **corpus.stats},
                 "release_cmd": self.tools.release_template,
+                "instance": "new per run"
+                if self.tools.fresh_instance
+                else "copy of an initialised one",
                 "stats": [asdict(s) for s in stats],
                 "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
                 "runs": _raw(ms),
@@ -1215,6 +1245,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "the generator (baseline checks while the generator does not exist)",
     )
     p.add_argument("--skip-ours", action="store_true", help="measure only the Benchflow validator")
+    p.add_argument(
+        "--fresh-instance",
+        action="store_true",
+        help="dagster: each release run creates its Dagster instance from nothing (default: a "
+        "copy of one initialised, empty instance)",
+    )
     p.add_argument(
         "--no-prewarm",
         action="store_true",
