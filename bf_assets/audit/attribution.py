@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from bf_assets.audit.events import Events
+from bf_assets.audit.prefilter import may_contain
 from bf_assets.findings import Finding, clip, finding
 from bf_assets.ingest.scan import TrialData
 
@@ -25,6 +26,18 @@ GENERIC_KEY = re.compile(
     rf"(?i:missing|unset|not set|undefined|no)\s+(?:required\s+)?(?:env(?:ironment)?\s+(?:variable|var)\s+)?[`'\"]?({_CRED_NAME})\b|"
     rf"\b({_CRED_NAME})[`'\"]?\s+(?i:is\s+)?(?i:not set|missing|unset|undefined|required|empty)|"
     rf"KeyError:\s*['\"]({_CRED_NAME})['\"]"
+)
+# A credential name ends in one of these (upper case; see _CRED_NAME).
+_CRED_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+# Every branch of RESOURCE contains one of these (lowercased).
+RESOURCE_WORDS = (
+    "no space left",
+    "cannot allocate",
+    "out of memory",
+    "oom",
+    "memoryerror",
+    "disk quota",
+    "137",
 )
 RESOURCE = re.compile(
     r"(?i)no space left on device|cannot allocate memory|out of memory|\boom[- ]?kill|"
@@ -137,6 +150,8 @@ def attribution_findings(
     generic = [(GENERIC_KEY, src, text) for src, text in errors]
     generic += [(OBSERVED_KEY, src, text) for src, text in observed]
     for rx, src, text in generic:
+        if not any(w in text for w in _CRED_WORDS):  # _CRED_NAME is case-sensitive
+            continue
         m = rx.search(text)
         if m:
             key = next(g for g in m.groups() if g)
@@ -149,7 +164,11 @@ def attribution_findings(
                 causes.append(label)
                 cite = cite or (src, text)
     for src, text in observed:
-        if RESOURCE.search(text) and "too little compute, memory or disk" not in causes:
+        if (
+            may_contain(text, RESOURCE_WORDS)
+            and RESOURCE.search(text)
+            and "too little compute, memory or disk" not in causes
+        ):
             causes.append("too little compute, memory or disk")
             cite = cite or (src, text)
     if not causes:

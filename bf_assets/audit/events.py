@@ -15,14 +15,22 @@ from typing import Any
 
 import orjson
 
+from bf_assets.audit.prefilter import may_contain
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, TrialData
 
 _REPAIRED_TITLE = re.compile(r"^([A-Za-z_][\w.-]*) (\{.*\})$", re.S)
 _DIFF_PATH = re.compile(r'"type":\s*"diff",\s*"path":\s*"([^"]+)"')
-_ERRORISH = re.compile(
-    r"(?i)no such file|permission denied|cannot access|not found|operation not permitted|"
-    r"is a directory|cannot open|does not exist"
+_ERRORISH_WORDS = (
+    "no such file",
+    "permission denied",
+    "cannot access",
+    "not found",
+    "operation not permitted",
+    "is a directory",
+    "cannot open",
+    "does not exist",
 )
+_ERRORISH = re.compile("(?i)" + "|".join(re.escape(w) for w in _ERRORISH_WORDS))
 
 
 @dataclass(slots=True)
@@ -88,7 +96,12 @@ def tool_failed(a: Action, obs: str) -> bool:
     """The tool call visibly failed (status, or a short error-looking output)."""
     if a.status == "failed":
         return True
-    return bool(obs) and len(obs) < 400 and bool(_ERRORISH.search(obs))
+    return (
+        bool(obs)
+        and len(obs) < 400
+        and may_contain(obs, _ERRORISH_WORDS)
+        and bool(_ERRORISH.search(obs))
+    )
 
 
 def _loads(text: str) -> Any:

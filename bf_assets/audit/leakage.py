@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from bf_assets.audit.events import Action, Events
 from bf_assets.audit.expected import norm_skill
+from bf_assets.audit.prefilter import may_contain
 from bf_assets.findings import Finding, clip, finding
 
 SKILL_ROOTS = (
@@ -75,15 +76,14 @@ class _Scanner:
         self.roots = re.compile("(" + "|".join(roots) + ")")
         self.sandbox = re.compile(rf"(?:^|[\s'\"=:(`]){re.escape(sandbox_dir)}(?:/|\b)")
         self.sandbox_dir = sandbox_dir
-        # One pass that every marker below needs to match (a looser union of them): most
-        # texts touch no skill resource and stop here.
-        loose = [rx.pattern.removeprefix("(?i)") for _, rx in self.names]
-        loose += [*roots, _SKILL_MD.pattern.removeprefix("(?i)"), re.escape(sandbox_dir)]
-        loose.append(ENVELOPES.pattern)
-        self.any = re.compile("|".join(f"(?:{p})" for p in loose), re.IGNORECASE)
+        # Words every marker below contains (lowercased): skill roots, SKILL.md and the
+        # envelopes all say "skill"; a task skill name contains its first word; the sandbox
+        # directory itself.  Most texts contain none and stop here.
+        self.needles = ["skill", sandbox_dir.lower()]
+        self.needles += [norm_skill(n).split("-")[0] for n, _ in self.names]
 
     def markers(self, text: str) -> list[str]:
-        if not self.any.search(text):
+        if not may_contain(text, self.needles):
             return []
         found: list[str] = []
         for n, rx in self.names:

@@ -1,0 +1,20 @@
+"""A cheap first look before a case-insensitive regex: Python's ``re`` with IGNORECASE over
+an alternation tries every branch at every position, so most of an audit's time went into
+texts that contain none of the words the pattern needs.
+
+``may_contain`` is exact as a filter: it answers False only for ASCII text that, lowercased,
+contains none of the needles (lowercase ASCII words every match of the pattern must
+contain).  Non-ASCII text always goes to the regex, because IGNORECASE also matches a few
+non-ASCII letters to ASCII ones (``ſ`` to ``s``, ``K`` to ``k``, ``ı`` to ``i``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def may_contain(text: str, needles: Iterable[str]) -> bool:
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(n in low for n in needles)
