@@ -9,10 +9,10 @@ count as tampering or score writes.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bf_assets.audit.events import Action, Events, tool_failed
 from bf_assets.audit.fileops import (
@@ -227,8 +227,9 @@ def _empty_verifier_dir(t: TrialData) -> Iterator[Finding]:
     v = result_view(t)
     if v.reward is None or v.reward < 1.0 or v.is_oracle:
         return
-    vdir = Path(t.ref.path) / "verifier"
-    if vdir.is_dir() and not any(f.path.startswith("verifier/") for f in t.files):
+    if os.path.isdir(os.path.join(t.ref.path, "verifier")) and not any(
+        f.path.startswith("verifier/") for f in t.files
+    ):
         yield finding(
             "HACK_SUSPECTED",
             f"reward {v.reward} but verifier/ holds no verifier output (no test log, no reward file)",

@@ -9,6 +9,7 @@ of a verifier-only path whose content the agent then saw, or lines of the task's
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,7 @@ def _reward_before_agent_end(t: TrialData) -> list[Finding]:
     end = _agent_end(t)
     if end is None:
         return []
-    gen = iter_jsonl(Path(t.ref.path) / "rewards.jsonl", Path(t.ref.root), JsonlFile())
+    gen = iter_jsonl(os.path.join(t.ref.path, "rewards.jsonl"), t.ref.root, JsonlFile())
     try:
         for n, item in enumerate(gen):
             if n >= 50:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -140,40 +140,66 @@ def clear_path_cache() -> None:
     _REAL_DIRS.clear()
 
 
-def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
-    """Return the real path to open, or an issue: absent, special, or a link leaving ``root``."""
+def _name(path: str | os.PathLike[str]) -> str:
+    return os.path.basename(os.fspath(path))
+
+
+class Resolved(NamedTuple):
+    real: str | None  # the real path to open, or None with an issue
+    size: int  # its size in bytes (from the same stat call)
+    issue: ReadIssue | None
+
+
+def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Resolved:
+    """The real path to open and its size, or an issue: absent, special, or a link leaving
+    ``root``.  Strings all the way (the hot path of every read)."""
+    sp = os.fspath(path)
+    name = os.path.basename(sp)
     try:
-        st = os.lstat(path)
+        st = os.lstat(sp)
     except FileNotFoundError:
-        return None, ReadIssue(IssueKind.MISSING, f"{path.name} is absent")
+        return Resolved(None, 0, ReadIssue(IssueKind.MISSING, f"{name} is absent"))
     except OSError as exc:
-        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot stat {path.name}: {exc.strerror}")
+        return Resolved(
+            None, 0, ReadIssue(IssueKind.IO_ERROR, f"cannot stat {name}: {exc.strerror}")
+        )
     # Resolve the whole path, not only its last component: a linked parent directory
     # (``trajectory -> /elsewhere``) must not carry a read outside the run root.
-    sp = os.fspath(path)
+    link = stat.S_ISLNK(st.st_mode)
     try:
-        if stat.S_ISLNK(st.st_mode):
+        if link:
             real_s = os.path.realpath(sp)
         else:
-            real_s = os.path.join(_real_dir(os.path.dirname(sp)), os.path.basename(sp))
+            real_s = os.path.join(_real_dir(os.path.dirname(sp)), name)
         real_root = _real_dir(os.fspath(root))
     except OSError as exc:
-        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {path.name}: {exc}")
+        return Resolved(None, 0, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {name}: {exc}"))
     if real_s != real_root and not real_s.startswith(real_root.rstrip(os.sep) + os.sep):
-        return None, ReadIssue(
-            IssueKind.LINK_ESCAPE, f"{path.name} resolves through a link that leaves the run root"
+        return Resolved(
+            None,
+            0,
+            ReadIssue(
+                IssueKind.LINK_ESCAPE, f"{name} resolves through a link that leaves the run root"
+            ),
         )
-    real = target = Path(real_s)
-    if stat.S_ISLNK(st.st_mode):
+    if link:
         try:
-            st = os.stat(real)
+            st = os.stat(real_s)
         except OSError:
-            return None, ReadIssue(IssueKind.MISSING, f"{path.name} is a dangling link")
+            return Resolved(None, 0, ReadIssue(IssueKind.MISSING, f"{name} is a dangling link"))
     if not stat.S_ISREG(st.st_mode):
-        return None, ReadIssue(
-            IssueKind.SPECIAL_FILE, f"{path.name} is not a regular file; not opened"
+        return Resolved(
+            None,
+            0,
+            ReadIssue(IssueKind.SPECIAL_FILE, f"{name} is not a regular file; not opened"),
         )
-    return target, None
+    return Resolved(real_s, st.st_size, None)
+
+
+def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
+    """Return the real path to open, or an issue (``resolve_file`` with a ``Path``)."""
+    real, _, issue = resolve_file(path, root)
+    return (Path(real) if real is not None else None), issue
 
 
 def file_exists(path: Path) -> bool:
@@ -292,9 +318,11 @@ class Document:
         return self.present and self.value is not None
 
 
-def read_document(path: Path, root: Path, limits: ReadLimits = DEFAULT_LIMITS) -> Document:
+def read_document(
+    path: str | os.PathLike[str], root: str | os.PathLike[str], limits: ReadLimits = DEFAULT_LIMITS
+) -> Document:
     doc = Document()
-    real, issue = check_file(path, root)
+    real, size, issue = resolve_file(path, root)
     if issue is not None:
         doc.present = issue.kind is not IssueKind.MISSING
         if doc.present:
@@ -306,22 +334,24 @@ def read_document(path: Path, root: Path, limits: ReadLimits = DEFAULT_LIMITS) -
         with open(real, "rb") as fh:
             data = fh.read(limits.max_document_bytes + 1)
     except OSError as exc:
-        doc.issues.append(ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}"))
+        doc.issues.append(
+            ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
+        )
         return doc
     doc.stats = FileStats(
         size=len(data), sha256=hashlib.sha256(data).hexdigest(), lines=_count_lines(data)
     )
     if len(data) > limits.max_document_bytes:
-        doc.stats = FileStats(size=real.stat().st_size)
+        doc.stats = FileStats(size=size)
         doc.issues.append(
             ReadIssue(
                 IssueKind.TOO_LARGE,
-                f"{path.name} is over the {_cap_text(limits.max_document_bytes)} cap",
+                f"{_name(path)} is over the {_cap_text(limits.max_document_bytes)} cap",
             )
         )
         return doc
     if not data.strip():
-        doc.issues.append(ReadIssue(IssueKind.INVALID_JSON, f"{path.name} is empty"))
+        doc.issues.append(ReadIssue(IssueKind.INVALID_JSON, f"{_name(path)} is empty"))
         return doc
     doc.value, issues = parse_json_bytes(data, limits)
     doc.issues.extend(issues)
@@ -358,8 +388,8 @@ LineParse = Callable[[bytes, ReadLimits], tuple[Any, list[ReadIssue]]]
 
 
 def iter_jsonl(
-    path: Path,
-    root: Path,
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
     state: JsonlFile,
     limits: ReadLimits = DEFAULT_LIMITS,
     *,
@@ -372,7 +402,7 @@ def iter_jsonl(
     :class:`JsonlLine` with a ``LINE_TOO_LONG`` issue so the caller can count it.  ``parse``
     replaces :func:`parse_json_bytes` (it must return the same; see ``llmparse``).
     """
-    real, issue = check_file(path, root)
+    real, size, issue = resolve_file(path, root)
     if issue is not None:
         state.present = issue.kind is not IssueKind.MISSING
         if state.present:
@@ -382,13 +412,12 @@ def iter_jsonl(
     state.present = True
     cap = line_cap or limits.max_line_bytes
     try:
-        size = real.stat().st_size
         if size > limits.max_jsonl_bytes:
             state.stats.size = size
             state.issues.append(
                 ReadIssue(
                     IssueKind.TOO_LARGE,
-                    f"{path.name} is over the {_cap_text(limits.max_jsonl_bytes)} cap",
+                    f"{_name(path)} is over the {_cap_text(limits.max_jsonl_bytes)} cap",
                 )
             )
             return
@@ -400,7 +429,7 @@ def iter_jsonl(
         state.stats.sha256 = digest.hexdigest()
     except OSError as exc:
         state.issues.append(
-            ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}")
+            ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
         )
 
 
@@ -477,15 +506,17 @@ def _excerpt(body: bytes, limit: int = 160) -> str:
 
 
 def hash_file(
-    path: Path, root: Path, *, max_bytes: int = 1024 * 1024 * MiB
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    *,
+    max_bytes: int = 1024 * 1024 * MiB,
 ) -> tuple[FileStats | None, ReadIssue | None]:
     """Inventory a file we do not parse: size, sha256 and line count, streamed in 1 MiB chunks."""
-    real, issue = check_file(path, root)
+    real, size, issue = resolve_file(path, root)
     if issue is not None:
         return None, issue
     assert real is not None
     try:
-        size = real.stat().st_size
         if size > max_bytes:
             return FileStats(size=size), None
         digest = hashlib.sha256()
@@ -499,4 +530,4 @@ def hash_file(
         lines = newlines + (1 if last and not last.endswith(b"\n") else 0)
         return FileStats(size=size, sha256=digest.hexdigest(), lines=lines), None
     except OSError as exc:
-        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}")
+        return None, ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +27,8 @@ from bf_assets.ingest.readers import (
     MiB,
     ReadIssue,
     ReadLimits,
-    check_file,
     parse_json_bytes,
+    resolve_file,
 )
 from bf_assets.ingest.rowsplit import GiveUp, split_row
 
@@ -119,8 +120,8 @@ class _Range(io.RawIOBase):
 
 
 def read_rows(
-    path: Path,
-    root: Path,
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
     on_step: StepCallback,
     limits: ReadLimits = DEFAULT_LIMITS,
     *,
@@ -136,7 +137,7 @@ def read_rows(
     their prompt's first messages with the previous step (faster; for callers that never
     modify a step)."""
     out = RowsRead()
-    real, issue = check_file(path, root)
+    real, size, issue = resolve_file(path, root)
     if issue is not None:
         out.present = issue.kind is not IssueKind.MISSING
         if out.present:
@@ -145,10 +146,13 @@ def read_rows(
     assert real is not None
     out.present = True
     try:
-        size = real.stat().st_size
         if size > limits.max_jsonl_bytes:
             out.stats.size = size
-            out.issues.append(ReadIssue(IssueKind.TOO_LARGE, f"{path.name} is over the size cap"))
+            out.issues.append(
+                ReadIssue(
+                    IssueKind.TOO_LARGE, f"{os.path.basename(os.fspath(path))} is over the size cap"
+                )
+            )
             return out
         digest = hashlib.sha256()
         with open(real, "rb") as fh:
@@ -183,7 +187,12 @@ def read_rows(
                     _parse_big(real, start, end, lineno, on_step, limits, on_discard, share)
                 )
     except OSError as exc:
-        out.issues.append(ReadIssue(IssueKind.IO_ERROR, f"cannot read {path.name}: {exc.strerror}"))
+        out.issues.append(
+            ReadIssue(
+                IssueKind.IO_ERROR,
+                f"cannot read {os.path.basename(os.fspath(path))}: {exc.strerror}",
+            )
+        )
     return out
 
 
@@ -205,7 +214,7 @@ def _parse_small(data: bytes, lineno: int, on_step: StepCallback, limits: ReadLi
 
 
 def _parse_big(
-    real: Path,
+    real: str,
     start: int,
     end: int,
     lineno: int,
@@ -237,7 +246,7 @@ def _parse_big(
 
 
 def _parse_streaming(
-    real: Path,
+    real: str,
     start: int,
     end: int,
     lineno: int,
@@ -352,7 +361,7 @@ def _parse_streaming(
     return RowRead(lineno, top, n_steps, traj_is_list, issues)
 
 
-def _emit_steps(real: Path, start: int, end: int, on_step: StepCallback, skip: int = 0) -> int:
+def _emit_steps(real: str, start: int, end: int, on_step: StepCallback, skip: int = 0) -> int:
     """Second pass: every ``trajectory[]`` step built by ijson's C backend, one at a time
     (the first ``skip`` counted but not handed over: the fast path already did)."""
     src = _Range(real, start, end)

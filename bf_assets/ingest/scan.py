@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
@@ -38,10 +37,10 @@ from bf_assets.ingest.readers import (
     JsonlFile,
     ReadIssue,
     ReadLimits,
-    check_file,
     hash_file,
     iter_jsonl,
     read_document,
+    resolve_file,
 )
 from bf_assets.ingest.rowstream import RowsRead, read_rows
 
@@ -181,7 +180,7 @@ def _compact(v: Any) -> str:
         return f"<{type(v).__name__} too deep to show>"
 
 
-def _scan_acp(path: Path, root: Path, limits: ReadLimits) -> tuple[AcpFacts, FileStats]:
+def _scan_acp(path: str, root: str, limits: ReadLimits) -> tuple[AcpFacts, FileStats]:
     facts = AcpFacts()
     state = JsonlFile()
     for item in iter_jsonl(path, root, state, limits):
@@ -279,7 +278,7 @@ def _collect_actions(
         facts.assistant_texts.append({"line": line, "text": text})
 
 
-def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
+def _scan_llm(path: str, root: str, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
     facts = LlmFacts()
     state = JsonlFile()
     seen_obs: set[str] = set()
@@ -319,7 +318,7 @@ def _scan_llm(path: Path, root: Path, limits: ReadLimits) -> tuple[LlmFacts, Fil
     return facts, state.stats
 
 
-def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
+def _scan_rows(path: str, root: str, limits: ReadLimits) -> RowsFacts:
     facts = RowsFacts()
     validator = StepValidator()
     saved = validator.state()
@@ -339,7 +338,7 @@ def _scan_rows(path: Path, root: Path, limits: ReadLimits) -> RowsFacts:
     return facts
 
 
-def _size(path: Path) -> int:
+def _size(path: str) -> int:
     try:
         return os.stat(path).st_size
     except OSError:
@@ -347,27 +346,32 @@ def _size(path: Path) -> int:
 
 
 def _scan_llm_and_rows(
-    trial: Path, root: Path, limits: ReadLimits, has_llm: bool, has_rows: bool
+    trial: str, root: str, limits: ReadLimits, has_llm: bool, has_rows: bool
 ) -> tuple[LlmFacts, FileStats, RowsFacts]:
     """The LLM trajectory and the rows, on two cores when both are big (a child process
     scans the LLM trajectory meanwhile; the result is the serial one either way)."""
 
     def llm() -> tuple[LlmFacts, FileStats]:
-        return _scan_llm(trial / LLM_FILE, root, limits) if has_llm else (LlmFacts(), FileStats())
+        return (
+            _scan_llm(os.path.join(trial, LLM_FILE), root, limits)
+            if has_llm
+            else (LlmFacts(), FileStats())
+        )
 
     job = None
     if (
         has_llm
         and has_rows
-        and min(_size(trial / LLM_FILE), _size(trial / ROWS_FILE)) >= PARALLEL_MIN_BYTES
+        and min(_size(os.path.join(trial, LLM_FILE)), _size(os.path.join(trial, ROWS_FILE)))
+        >= PARALLEL_MIN_BYTES
     ):
         job = start_forked(llm)
     if job is None:
         llm_facts, llm_stats = llm()
-        rows = _scan_rows(trial / ROWS_FILE, root, limits) if has_rows else RowsFacts()
+        rows = _scan_rows(os.path.join(trial, ROWS_FILE), root, limits) if has_rows else RowsFacts()
         return llm_facts, llm_stats, rows
     try:
-        rows = _scan_rows(trial / ROWS_FILE, root, limits)
+        rows = _scan_rows(os.path.join(trial, ROWS_FILE), root, limits)
     except BaseException:
         job.cancel()
         raise
@@ -376,8 +380,8 @@ def _scan_llm_and_rows(
 
 
 def _inventory(
-    trial: Path,
-    root: Path,
+    trial: str,
+    root: str,
     known: dict[str, FileStats],
     issues: dict[str, list[ReadIssue]],
     *,
@@ -424,9 +428,7 @@ def _inventory(
                 if plain:  # links and special files go through the safety check below
                     entries.append(FileEntry(rel, size, None, None))
                     continue
-            fstats, issue = (
-                hash_file(Path(e.path), root) if hash_files else check_link(Path(e.path), root)
-            )
+            fstats, issue = hash_file(e.path, root) if hash_files else check_link(e.path, root)
             if issue is not None:
                 issues.setdefault(rel, []).append(issue)
                 entries.append(FileEntry(rel, None, None, None, issue.message))
@@ -437,16 +439,17 @@ def _inventory(
     return entries
 
 
-def check_link(path: Path, root: Path) -> tuple[FileStats | None, ReadIssue | None]:
+def check_link(
+    path: str | os.PathLike[str], root: str | os.PathLike[str]
+) -> tuple[FileStats | None, ReadIssue | None]:
     """Size a linked file after checking it stays inside the root (no hashing)."""
-    real, issue = check_file(path, root)
+    real, size, issue = resolve_file(path, root)
     if issue is not None:
         return None, issue
-    assert real is not None
-    return FileStats(size=real.stat().st_size), None
+    return FileStats(size=size), None
 
 
-def _names(d: Path) -> set[str]:
+def _names(d: str) -> set[str]:
     try:
         return set(os.listdir(d))
     except OSError:
@@ -460,7 +463,7 @@ def scan_trial(
 
     ``hash_files=False`` skips hashing the files no check parses (a review does not need
     their digests; the ``raw_trials`` inventory does)."""
-    trial, root = Path(ref.path), Path(ref.root)
+    trial, root = ref.path, ref.root
     if ref.link_escape:
         empty = Document()
         ident = Identity(job=ref.job, rollout=ref.rollout)
@@ -484,10 +487,12 @@ def scan_trial(
         )
     # One listing per directory decides what to open: absent files cost no system call.
     names = _names(trial)
-    traj = _names(trial / "trajectory") if "trajectory" in names else set()
+    traj = _names(os.path.join(trial, "trajectory")) if "trajectory" in names else set()
 
     def doc(name: str) -> Document:
-        return read_document(trial / name, root, limits) if name in names else Document()
+        return (
+            read_document(os.path.join(trial, name), root, limits) if name in names else Document()
+        )
 
     result, config, run_config, prompts = (
         doc("result.json"),
@@ -496,7 +501,7 @@ def scan_trial(
         doc("prompts.json"),
     )
     acp, acp_stats = (
-        _scan_acp(trial / ACP_FILE, root, limits)
+        _scan_acp(os.path.join(trial, ACP_FILE), root, limits)
         if "acp_trajectory.jsonl" in traj
         else (AcpFacts(), FileStats())
     )
