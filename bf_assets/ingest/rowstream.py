@@ -96,6 +96,10 @@ def _has_content(buf: bytearray, i: int, end: int) -> bool:
     return bool(buf[i:k].strip()) or (k < end and bool(buf[k:end].strip()))
 
 
+# results.jsonl up to this size is read into memory once (rows sliced from it).
+SMALL_FILE_BYTES = 4 * 1024 * 1024
+
+
 class _Range(io.RawIOBase):
     """A read-only view of ``[start, end)`` of an open file."""
 
@@ -155,7 +159,11 @@ def read_rows(
             )
             return out
         digest = hashlib.sha256()
+        whole: bytes | None = None  # a small file is read once and its rows sliced from it
         with open(real, "rb") as fh:
+            if size <= SMALL_FILE_BYTES:
+                whole = fh.read(SMALL_FILE_BYTES + 1)
+                fh = io.BytesIO(whole)  # type: ignore[assignment]  # the same bytes, in memory
             spans = [s for s in _line_spans(fh, digest, out.stats, size) if not s[3]]
         out.stats.sha256 = digest.hexdigest()
         for lineno, start, end, _ in spans:
@@ -178,9 +186,12 @@ def read_rows(
                 )
                 continue
             if length <= limits.max_line_bytes:
-                with open(real, "rb") as fh:
-                    fh.seek(start)
-                    data = fh.read(length)
+                if whole is not None and end <= len(whole):
+                    data = whole[start:end]
+                else:
+                    with open(real, "rb") as fh:
+                        fh.seek(start)
+                        data = fh.read(length)
                 out.rows.append(_parse_small(data, lineno, on_step, limits))
             else:
                 out.rows.append(

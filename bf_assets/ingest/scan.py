@@ -386,6 +386,7 @@ def _inventory(
     issues: dict[str, list[ReadIssue]],
     *,
     hash_files: bool,
+    listed: dict[str, list[os.DirEntry[str]]] | None = None,
 ) -> list[FileEntry]:
     """Every file of the trial: parsed files reuse the stats of their read; the others are
     hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review)."""
@@ -394,10 +395,12 @@ def _inventory(
     stack = [(base, "")]
     while stack:
         d, prefix = stack.pop()
-        try:
-            items = list(os.scandir(d))
-        except OSError:
-            continue
+        items = listed.pop(d, None) if listed else None
+        if items is None:
+            try:
+                items = list(os.scandir(d))
+            except OSError:
+                continue
         for e in items:
             if e.name.endswith(".tmp"):
                 continue
@@ -449,11 +452,15 @@ def check_link(
     return FileStats(size=size), None
 
 
-def _names(d: str) -> set[str]:
+def _listing(d: str, listed: dict[str, list[os.DirEntry[str]]]) -> set[str]:
+    """The names in ``d``; its entries are kept in ``listed`` for the inventory (one
+    listing per directory)."""
     try:
-        return set(os.listdir(d))
+        entries = list(os.scandir(d))
     except OSError:
         return set()
+    listed[d] = entries
+    return {e.name for e in entries}
 
 
 def scan_trial(
@@ -486,8 +493,9 @@ def scan_trial(
             {".": [issue]},
         )
     # One listing per directory decides what to open: absent files cost no system call.
-    names = _names(trial)
-    traj = _names(os.path.join(trial, "trajectory")) if "trajectory" in names else set()
+    listed: dict[str, list[os.DirEntry[str]]] = {}
+    names = _listing(trial, listed)
+    traj = _listing(os.path.join(trial, "trajectory"), listed) if "trajectory" in names else set()
 
     def doc(name: str) -> Document:
         return (
@@ -526,7 +534,7 @@ def scan_trial(
     ):
         if present:
             known[rel] = stats
-    files = _inventory(trial, root, known, file_issues, hash_files=hash_files)
+    files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
     ident = identify(
         layout=ref.layout,
         rel_path=ref.rel_path,
