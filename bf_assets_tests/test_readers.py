@@ -335,3 +335,15 @@ def test_directory_resolution_matches_realpath_through_links_and_deep_trees(
     (real / "d0" / "d1").symlink_to(tmp_path)
     clear_path_cache()
     assert _real_dir(str(via_link)) == os.path.realpath(via_link) == str(tmp_path)
+
+
+def test_read_upto_reads_past_a_stale_size_and_stops_at_the_limit(tmp_path: Path) -> None:
+    from bf_assets.ingest.readers import read_upto
+
+    p = tmp_path / "grew.json"
+    p.write_bytes(b"x" * 5000)
+    assert read_upto(str(p), 10, 100_000) == b"x" * 5000  # the file grew since its stat
+    assert read_upto(str(p), 5000, 300) == b"x" * 300  # never more than the limit
+    assert read_upto(str(p), 5000, 5001) == b"x" * 5000
+    p.write_bytes(b"")
+    assert read_upto(str(p), 0, 10) == b""

@@ -9,6 +9,7 @@ over-long lines are skipped without being held, and whole-document JSON has a si
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import stat
@@ -331,8 +332,7 @@ def read_document(
     doc.present = True
     assert real is not None
     try:
-        with open(real, "rb") as fh:
-            data = fh.read(limits.max_document_bytes + 1)
+        data = read_upto(real, size, limits.max_document_bytes + 1)
     except OSError as exc:
         doc.issues.append(
             ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
@@ -356,6 +356,24 @@ def read_document(
     doc.value, issues = parse_json_bytes(data, limits)
     doc.issues.extend(issues)
     return doc
+
+
+def read_upto(real: str, size_hint: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of a file, through an unbuffered read sized by ``size_hint``
+    (its stat size): no buffer of ``limit`` bytes is allocated for a small file, and a file
+    that grew since its stat is still read up to ``limit``."""
+    chunks: list[bytes] = []
+    got = 0
+    want = min(size_hint + 1, limit)
+    with open(real, "rb", buffering=0) as fh:
+        while got < limit:
+            chunk = fh.read(min(want, limit - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            want = MiB  # past the stat size: keep going in 1 MiB reads
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _count_lines(data: bytes) -> int:
@@ -383,6 +401,9 @@ class JsonlFile:
     issues: list[ReadIssue] = field(default_factory=list)  # file-level issues
     stats: FileStats = field(default_factory=FileStats)
 
+
+# JSONL files up to this size are read in one call (lines taken from memory).
+SMALL_JSONL = 1024 * 1024
 
 LineParse = Callable[[bytes, ReadLimits], tuple[Any, list[ReadIssue]]]
 
@@ -422,10 +443,15 @@ def iter_jsonl(
             )
             return
         digest = hashlib.sha256()
-        # A big file reads faster through a big buffer (its long lines are not rebuilt from
-        # 8 KiB pieces); small files keep the default.
-        with open(real, "rb", buffering=BIG_BUFFER if size > BIG_BUFFER else -1) as fh:
-            yield from _jsonl_lines(fh, digest, state, cap, limits, parse or parse_json_bytes)
+        parse = parse or parse_json_bytes
+        # A small file is read in one call and its lines taken from memory; a big file reads
+        # faster through a big buffer (its long lines are not rebuilt from 8 KiB pieces).
+        small = read_upto(real, size, SMALL_JSONL + 1) if size <= SMALL_JSONL else None
+        if small is not None and len(small) <= SMALL_JSONL:
+            yield from _jsonl_lines(io.BytesIO(small), digest, state, cap, limits, parse)
+        else:  # big, or grew past the small size since its stat
+            with open(real, "rb", buffering=BIG_BUFFER if size > BIG_BUFFER else -1) as fh:
+                yield from _jsonl_lines(fh, digest, state, cap, limits, parse)
         state.stats.sha256 = digest.hexdigest()
     except OSError as exc:
         state.issues.append(

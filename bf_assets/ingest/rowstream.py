@@ -28,6 +28,7 @@ from bf_assets.ingest.readers import (
     ReadIssue,
     ReadLimits,
     parse_json_bytes,
+    read_upto,
     resolve_file,
 )
 from bf_assets.ingest.rowsplit import GiveUp, split_row
@@ -54,7 +55,7 @@ class RowsRead:
 
 
 def _line_spans(
-    fh: io.BufferedReader, digest: Any, stats: FileStats, size: int
+    fh: io.BufferedIOBase, digest: Any, stats: FileStats, size: int
 ) -> Iterator[tuple[int, int, int, bool]]:
     """Yield ``(lineno, start, end, blank)`` for each physical line, hashing as it goes.
 
@@ -160,11 +161,12 @@ def read_rows(
             return out
         digest = hashlib.sha256()
         whole: bytes | None = None  # a small file is read once and its rows sliced from it
-        with open(real, "rb") as fh:
-            if size <= SMALL_FILE_BYTES:
-                whole = fh.read(SMALL_FILE_BYTES + 1)
-                fh = io.BytesIO(whole)  # type: ignore[assignment]  # the same bytes, in memory
-            spans = [s for s in _line_spans(fh, digest, out.stats, size) if not s[3]]
+        if size <= SMALL_FILE_BYTES:
+            whole = read_upto(real, size, SMALL_FILE_BYTES + 1)
+            spans = [s for s in _line_spans(io.BytesIO(whole), digest, out.stats, size) if not s[3]]
+        else:
+            with open(real, "rb") as fh:
+                spans = [s for s in _line_spans(fh, digest, out.stats, size) if not s[3]]
         out.stats.sha256 = digest.hexdigest()
         for lineno, start, end, _ in spans:
             length = end - start
