@@ -86,7 +86,7 @@ def _sniff_production(path: Path) -> bool:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
             return False  # links and special files go through the checked reader
-        with open(path, "rb") as fh:
+        with open(path, "rb", buffering=0) as fh:
             head = fh.read(512)
     except OSError:
         return False
