@@ -88,6 +88,8 @@ def _trajectory(t: TrialData, ev: Events, known: set[str]) -> list[Finding]:
     out: list[Finding] = []
     seen: set[str] = set()
     for a in ev.actions:
+        if "tasks/" not in a.text:  # every match names a tasks/ directory
+            continue
         for m in _TASK_IN_PATH.finditer(a.text):
             full, other = m.group(1), m.group(2)
             if other == task or other in seen:

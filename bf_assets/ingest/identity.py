@@ -195,7 +195,7 @@ def identify(
     else:  # production (and unknown: take whatever production fields exist)
         ident.set("task_id", _get(r, "task_name"), "result.json:task_name")
         tp = _get(c, "task_path")
-        if isinstance(tp, str) and tp:
+        if ident.task_id is None and isinstance(tp, str) and tp:
             ident.set("task_id", PurePosixPath(tp).name, "config.json:task_path")
         ident.set("harness", normalize_harness(_get(r, "agent")), "result.json:agent")
         ident.set("harness", normalize_harness(_get(c, "agent")), "config.json:agent")
@@ -226,7 +226,7 @@ def identify(
             ident.set("task_id", rollout.rsplit("__", 1)[0], "directory name")
     ident.set("rollout", rollout, "directory name")
     if ident.trial_index is None:
-        for part in reversed(PurePosixPath(rel_path).parts):
+        for part in reversed(rel_path.split("/")):  # a posix path relative to the root
             m = _TRIAL_DIR.match(part)
             if m:
                 ident.set("trial_index", int(m.group(1)), "path:trial-NN")

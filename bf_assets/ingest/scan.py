@@ -362,8 +362,8 @@ def _scan_llm_and_rows(
     if (
         has_llm
         and has_rows
-        and min(_size(os.path.join(trial, LLM_FILE)), _size(os.path.join(trial, ROWS_FILE)))
-        >= PARALLEL_MIN_BYTES
+        and _size(os.path.join(trial, LLM_FILE)) >= PARALLEL_MIN_BYTES
+        and _size(os.path.join(trial, ROWS_FILE)) >= PARALLEL_MIN_BYTES
     ):
         job = start_forked(llm)
     if job is None:
