@@ -95,15 +95,6 @@ def _sniff_production(path: Path) -> bool:
 
 def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, str | None]:
     """Return ``(layout, None)`` for a trial, ``(None, reason)`` for a near-miss, else ``(None, None)``."""
-    has_traj = False
-    if "trajectory" in names:
-        has_traj = any(os.path.lexists(dirpath / "trajectory" / f) for f in TRAJECTORY_FILES)
-    markers = [m for m in TRIAL_MARKERS if m in names]
-    if not markers and not has_traj:
-        if "trial.log" in names:
-            # A Harbor trial whose run died before it wrote result.json or config.json.
-            return Layout.HARBOR.value, None
-        return None, None
     # Fast path: Benchflow writes result.json with "task_name" then "rollout_name" as its
     # first keys; seeing both at the start of a regular file settles the layout without
     # parsing the document (anything else takes the full path below).
@@ -113,6 +104,15 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
         and _sniff_production(dirpath / "result.json")
     ):
         return Layout.PRODUCTION.value, None
+    has_traj = False
+    if "trajectory" in names:
+        has_traj = any(os.path.lexists(dirpath / "trajectory" / f) for f in TRAJECTORY_FILES)
+    markers = [m for m in TRIAL_MARKERS if m in names]
+    if not markers and not has_traj:
+        if "trial.log" in names:
+            # A Harbor trial whose run died before it wrote result.json or config.json.
+            return Layout.HARBOR.value, None
+        return None, None
     # Read lazily: a trial result.json alone settles the layout of almost every trial.
     docs = {}
     if "result.json" in names:
