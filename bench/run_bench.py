@@ -531,6 +531,21 @@ def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def compile_package() -> None:
+    """Bytecode for ``bf_assets`` (what a wheel install carries; ``./dev`` does the same):
+    without it, an editable install under ``PYTHONDONTWRITEBYTECODE`` compiles every module
+    on every run.  The validator is a single script, which Python compiles on each run
+    whatever the settings."""
+    package = REPO_ROOT / "bf_assets"
+    if package.is_dir():
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(package)],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+
+
 def _probe(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[bool, str]:
     """Run ``argv`` (a ``--help`` call) and return (ok, output or reason)."""
     try:
@@ -606,6 +621,7 @@ class Tools:
     def check_ours(self) -> None:
         if self.skip_ours:
             return
+        compile_package()
         ok, text = _probe([*self.ours, "--help"], _child_env(), self.scratch)
         if not ok:
             raise BenchError(
