@@ -244,8 +244,8 @@ def _empty_verifier_dir(t: TrialData) -> Iterator[Finding]:
     v = result_view(t)
     if v.reward is None or v.reward < 1.0 or v.is_oracle:
         return
-    if os.path.isdir(os.path.join(t.ref.path, "verifier")) and not any(
-        f.path.startswith("verifier/") for f in t.files
+    if not any(f.path.startswith("verifier/") for f in t.files) and os.path.isdir(
+        os.path.join(t.ref.path, "verifier")
     ):
         yield finding(
             "HACK_SUSPECTED",

@@ -79,6 +79,14 @@ def _str(v: Any) -> str | None:
 
 
 def result_view(t: TrialData) -> ResultView:
+    """The trial's result fields, read once per trial (the gate and two audits ask)."""
+    v = t.memo.get("result_view")
+    if v is None:
+        v = t.memo["result_view"] = _result_view(t)
+    return v
+
+
+def _result_view(t: TrialData) -> ResultView:
     r = t.result_obj
     if t.layout == "flat":
         return _flat_view(t, r)

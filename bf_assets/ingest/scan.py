@@ -146,6 +146,7 @@ class TrialData:
     rows: RowsFacts
     files: list[FileEntry]
     file_issues: dict[str, list[ReadIssue]]  # per relative path, for documents and other files
+    memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
 
     @property
     def result_obj(self) -> dict[str, Any]:
