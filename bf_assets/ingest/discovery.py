@@ -69,12 +69,22 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def _rel(path: str, base: str) -> str:
+    """``path`` relative to ``base`` (both absolute and normalised, ``path`` within ``base``)."""
+    if path == base:
+        return "."
+    prefix = base if base.endswith(os.sep) else base + os.sep
+    if path.startswith(prefix):
+        return path[len(prefix) :].replace(os.sep, "/")
+    return os.path.relpath(path, base).replace(os.sep, "/")
+
+
 def _job_key(job_dir: str, root: str) -> str:
     base = os.path.dirname(root)
     name = os.path.basename(job_dir)
     if not _within(job_dir, base):
         return name or "root"
-    key = os.path.relpath(job_dir, base).replace(os.sep, "/")
+    key = _rel(job_dir, base)
     return name if key in ("", ".") else key
 
 
@@ -240,7 +250,7 @@ def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> Tria
 
 
 def _ref(root: str, d: str, layout: str) -> TrialRef:
-    rel = os.path.relpath(d, root).replace(os.sep, "/") if d != root else "."
+    rel = _rel(d, root)
     job_dir = os.path.dirname(d)
     return TrialRef(
         root=root,
