@@ -40,13 +40,21 @@ NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
 class DatasetReview:
     trials: list[TrialReview]
     coverage: Coverage
-    parity: ParityReport
     quarantine: dict[TrialKey, QuarantineEntry]
     entries: list[QuarantineEntry]
     assessment: ReleaseAssessment
     release_verdict: str
     exports: list[TrialKey] = field(default_factory=list)
     plan: Plan | None = None
+    _parity: ParityReport | None = None
+
+    @property
+    def parity(self) -> ParityReport:
+        """Sandbox parity of the trials, computed when first asked for (the report and the
+        ``sandbox_parity`` asset need it; the CLI summary does not)."""
+        if self._parity is None:
+            self._parity = sandbox_parity(self.trials)
+        return self._parity
 
     def summary(self) -> dict[str, Any]:
         cov = self.coverage
@@ -130,7 +138,6 @@ def assemble(
     return DatasetReview(
         trials=merged,
         coverage=cov,
-        parity=sandbox_parity(merged),
         quarantine=dict(applied),
         entries=list(entries),
         assessment=assessment,
