@@ -273,8 +273,7 @@ def review_refs(
             return
         data, review = item
         spill.put(i, data)
-        out[i] = interner.review(review)
-        out[i].ref = refs[i]  # the discovery's own object, not a second copy
+        out[i] = interner.review(review, refs[i])  # the discovery's own ref, not a copy
 
     workers = min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
     if workers <= 1 or len(refs) < PARALLEL_MIN_TRIALS:
@@ -363,8 +362,7 @@ class _WalkReview:
     def keep(self, p: int, item: tuple[bytes, TrialReview]) -> None:
         data, review = item
         self.store.put(p, data)
-        slim_review = self.interner.review(review)
-        slim_review.ref = self.walked[p][1]  # the walk's own object, not a second copy
+        slim_review = self.interner.review(review, self.walked[p][1])
         self.results[p] = slim_review
         self.done += 1
         if self.progress is not None:
@@ -389,7 +387,9 @@ class _WalkReview:
             range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
         )
         self.store.reorder(order)
-        return [self.results[p] for p in order]
+        trials = [self.results[p] for p in order]
+        self.walked, self.results = [], []  # the slim reviews hold what is still needed
+        return trials
 
     def _found(self, item: tuple[int, TrialRef]) -> None:
         self.walked.append(item)

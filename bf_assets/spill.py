@@ -23,6 +23,7 @@ from bf_assets.findings import Finding, sort_findings
 from bf_assets.ingest.identity import Identity
 
 if TYPE_CHECKING:
+    from bf_assets.ingest.discovery import TrialRef
     from bf_assets.review import TrialReview
 
 _IDENTITY_TEXT = (
@@ -39,10 +40,15 @@ _IDENTITY_TEXT = (
 
 
 class Interner:
-    """Shares equal strings and equal slim findings between trials."""
+    """Shares equal strings, equal slim findings and equal finding lists between trials; a
+    slim review's empty containers are shared too (slim reviews are never written to)."""
 
     def __init__(self) -> None:
         self.findings: dict[Finding, Finding] = {}
+        self.lists: dict[tuple[Finding, ...], list[Finding]] = {}
+        self.no_files: list[Any] = []
+        self.no_skills: dict[str, Any] = {}
+        self.no_sources: dict[str, str] = {}
 
     def text(self, s: str | None) -> str | None:
         return sys.intern(s) if isinstance(s, str) else s
@@ -53,23 +59,37 @@ class Interner:
         )
         return self.findings.setdefault(slim, slim)
 
-    def identity(self, ident: Identity) -> Identity:
+    def finding_list(self, findings: list[Finding]) -> list[Finding]:
+        key = tuple(self.finding(f) for f in findings)
+        hit = self.lists.get(key)
+        if hit is None:
+            hit = self.lists[key] = list(key)
+        return hit
+
+    def identity(self, ident: Identity, ref: TrialRef | None = None) -> Identity:
         kw: dict[str, Any] = {name: self.text(getattr(ident, name)) for name in _IDENTITY_TEXT}
+        if ref is not None and ident.rollout == ref.rollout:
+            kw["rollout"] = ref.rollout  # unique per trial: the walk's own string, not a copy
         return Identity(
-            trial_index=ident.trial_index, started_at=ident.started_at, sources={}, **kw
+            trial_index=ident.trial_index,
+            started_at=ident.started_at,
+            sources=self.no_sources,
+            **kw,
         )
 
-    def review(self, r: TrialReview) -> TrialReview:
+    def review(self, r: TrialReview, ref: TrialRef | None = None) -> TrialReview:
+        """The slim review of ``r``; ``ref`` (the walk's own object) replaces its copy."""
         return replace(
             r,
-            identity=self.identity(r.identity),
+            ref=ref if ref is not None else r.ref,
+            identity=self.identity(r.identity, ref),
             layout=sys.intern(r.layout),
             outcome=sys.intern(r.outcome),
             verdict=sys.intern(r.verdict),
             attribution=sys.intern(r.attribution),
-            findings=[self.finding(f) for f in r.findings],
-            files=[],
-            skills={},
+            findings=self.finding_list(r.findings),
+            files=self.no_files,
+            skills=self.no_skills,
         )
 
 
