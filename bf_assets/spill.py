@@ -94,11 +94,19 @@ class Interner:
 
 
 def slim(r: TrialReview) -> TrialReview:
-    """What travels back from a worker: no inventory, skills, sources, messages or evidence
-    (the receiving side then shares equal strings with ``Interner.review``)."""
+    """What travels back from a worker: no ref (the receiving side has the walk's own),
+    inventory, skills, sources, messages or evidence (``Interner.review`` then shares equal
+    strings)."""
     ident = replace(r.identity, sources={})
     findings = [Finding(f.check, f.severity, "", f.file, f.line, None) for f in r.findings]
-    return replace(r, identity=ident, findings=findings, files=[], skills={})
+    return replace(
+        r,
+        ref=None,  # type: ignore[arg-type]
+        identity=ident,
+        findings=findings,
+        files=[],
+        skills={},
+    )
 
 
 class Spill:

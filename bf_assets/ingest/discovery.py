@@ -91,7 +91,7 @@ def _job_key(job_dir: str, root: str) -> str:
 _PRODUCTION_HEAD = re.compile(rb'\A\s*\{\s*"task_name"\s*:\s*"[^"\\]*"\s*,\s*"rollout_name"\s*:')
 
 
-def _sniff_production(path: Path) -> bool:
+def _sniff_production(path: str) -> bool:
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
@@ -103,7 +103,7 @@ def _sniff_production(path: Path) -> bool:
     return bool(_PRODUCTION_HEAD.match(head))
 
 
-def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, str | None]:
+def _classify(dirpath: str, names: set[str], root: str) -> tuple[str | None, str | None]:
     """Return ``(layout, None)`` for a trial, ``(None, reason)`` for a near-miss, else ``(None, None)``."""
     # Fast path: Benchflow writes result.json with "task_name" then "rollout_name" as its
     # first keys; seeing both at the start of a regular file settles the layout without
@@ -111,12 +111,12 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
     if (
         "result.json" in names
         and "run_config.json" not in names
-        and _sniff_production(dirpath / "result.json")
+        and _sniff_production(os.path.join(dirpath, "result.json"))
     ):
         return Layout.PRODUCTION.value, None
     has_traj = False
     if "trajectory" in names:
-        has_traj = any(os.path.lexists(dirpath / "trajectory" / f) for f in TRAJECTORY_FILES)
+        has_traj = any(os.path.lexists(os.path.join(dirpath, "trajectory", f)) for f in TRAJECTORY_FILES)
     markers = [m for m in TRIAL_MARKERS if m in names]
     if not markers and not has_traj:
         if "trial.log" in names:
@@ -126,7 +126,7 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
     # Read lazily: a trial result.json alone settles the layout of almost every trial.
     docs = {}
     if "result.json" in names:
-        docs["result.json"] = read_document(dirpath / "result.json", root, _PEEK_LIMITS)
+        docs["result.json"] = read_document(os.path.join(dirpath, "result.json"), root, _PEEK_LIMITS)
     result = docs["result.json"].value if "result.json" in docs else None
     if (
         layout_of_result(result) is not None
@@ -136,7 +136,7 @@ def _classify(dirpath: Path, names: set[str], root: Path) -> tuple[str | None, s
         return detect_layout(result, None, None).value, None
     for m in ("config.json", "run_config.json"):
         if m in names:
-            docs[m] = read_document(dirpath / m, root, _PEEK_LIMITS)
+            docs[m] = read_document(os.path.join(dirpath, m), root, _PEEK_LIMITS)
     config = docs["config.json"].value if "config.json" in docs else None
     run_config = docs["run_config.json"].value if "run_config.json" in docs else None
     harbor_job = is_harbor_job_result(result) or is_harbor_job_config(config)
@@ -188,7 +188,6 @@ def walk_roots(
 def _walk_root(
     root_s: str, skipped: list[tuple[str, str]], seen_real: set[str]
 ) -> Iterator[TrialRef]:
-    root = Path(root_s)
     real_root = os.path.realpath(root_s)
     stack: list[tuple[str, str]] = [(root_s, real_root)]
     # Linked directories inside the root are walked after every real one, so a trial is
@@ -205,7 +204,7 @@ def _walk_root(
             skipped.append((d, f"cannot list directory: {exc.strerror}"))
             continue
         names = {e.name for e in entries if not e.name.endswith(".tmp")}
-        layout, reason = _classify(Path(d), names, root)
+        layout, reason = _classify(d, names, root_s)
         if reason:
             skipped.append((d, reason))
         is_trial = layout is not None
