@@ -116,7 +116,9 @@ def _classify(dirpath: str, names: set[str], root: str) -> tuple[str | None, str
         return Layout.PRODUCTION.value, None
     has_traj = False
     if "trajectory" in names:
-        has_traj = any(os.path.lexists(os.path.join(dirpath, "trajectory", f)) for f in TRAJECTORY_FILES)
+        has_traj = any(
+            os.path.lexists(os.path.join(dirpath, "trajectory", f)) for f in TRAJECTORY_FILES
+        )
     markers = [m for m in TRIAL_MARKERS if m in names]
     if not markers and not has_traj:
         if "trial.log" in names:
@@ -126,7 +128,9 @@ def _classify(dirpath: str, names: set[str], root: str) -> tuple[str | None, str
     # Read lazily: a trial result.json alone settles the layout of almost every trial.
     docs = {}
     if "result.json" in names:
-        docs["result.json"] = read_document(os.path.join(dirpath, "result.json"), root, _PEEK_LIMITS)
+        docs["result.json"] = read_document(
+            os.path.join(dirpath, "result.json"), root, _PEEK_LIMITS
+        )
     result = docs["result.json"].value if "result.json" in docs else None
     if (
         layout_of_result(result) is not None
