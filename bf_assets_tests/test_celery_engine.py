@@ -21,49 +21,46 @@ the end.  The executor-selection tests need neither Redis nor Celery workers.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pytest
-from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+from enginekit import (
+    ASSETS,
+    KEYS,
+    build_jobs_root,
+    call_with_timeout,
+    ingest_job_recon,
+    materialize_partitions,
+    reload_definitions,
+    resource_config,
+)
 
-import bf_assets.definitions as definitions_module
 from bf_assets.defs.executors import DEFAULT_CELERY_BROKER, select_executor
-from bf_assets.defs.ingest import raw_trials, validated_trials
-from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
-from bf_assets.sample.generator import generate_corpus
+from bf_assets.defs.resources import REPO_ROOT
 
 # dagster-celery registers its task afresh for every step; Celery 5.7 warns about the name.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:dagster_celery.executor")
 
 REDIS_HOST = os.environ.get("BF_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("BF_TEST_REDIS_PORT", "6379"))
-JOB_NAMES = ("2026-07-01__00-00-00", "2026-07-02__00-00-00")
-KEYS = tuple(f"jobs/{name}" for name in JOB_NAMES)
-TRIALS_PER_JOB = 4
-ASSETS = ("raw_trials", "validated_trials", "findings")
 STEPS = {"ingest_trials"}  # at least this step (raw_trials … trial_audits; the graph may grow)
 WORKER_NAMES = ("bf-w1", "bf-w2")
 SHARED_QUEUE = "dagster"
 WORKER_START_TIMEOUT_S = 45.0
 WORKER_STOP_TIMEOUT_S = 10.0
 RUN_TIMEOUT_S = 90.0
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- executor selection
@@ -117,64 +114,6 @@ def test_select_k8s_executor() -> None:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def build_jobs_root(base: Path) -> Path:
-    """Two production job directories (``JOB_NAMES``) of generated trials under ``base/runs/jobs``."""
-    root = base / "runs" / "jobs"
-    for i, name in enumerate(JOB_NAMES):
-        out = base / f"corpus{i}"
-        generate_corpus(out, TRIALS_PER_JOB, seed=i + 1)
-        [job] = sorted(p for p in (out / "jobs").iterdir() if p.is_dir())
-        shutil.copytree(job, root / name)
-    return root
-
-
-def resource_config(jobs_root: Path, warehouse: Path) -> dict[str, Any]:
-    return {
-        "run_roots": {"config": {"roots": [str(jobs_root)]}},
-        "parquet_io_manager": {"config": {"base_dir": str(warehouse)}},
-    }
-
-
-def _reload_definitions() -> None:
-    """Re-import ``bf_assets.definitions`` (it reads ``BF_EXECUTOR`` at import) and forget the
-    job definitions Dagster cached for reconstructable jobs."""
-    importlib.reload(definitions_module)
-    ReconstructableJob.get_definition.cache_clear()
-    ReconstructableJob.get_repository_definition.cache_clear()
-
-
-def ingest_job_recon() -> ReconstructableJob:
-    """``ingest_job`` as the code location loads it: module ``bf_assets.definitions``, ``defs``."""
-    repo = ReconstructableRepository.for_module(
-        "bf_assets.definitions", "defs", working_directory=str(REPO_ROOT)
-    )
-    return repo.get_reconstructable_job("ingest_job")
-
-
-def call_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
-    """``fn()`` in a daemon thread; fail the test (without waiting for it) after ``timeout_s``.
-
-    The Celery executor waits for task results without a deadline: if no worker answers, the
-    thread is abandoned (it cannot keep pytest from exiting) and the test fails.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the test thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="bf-assets-test-run", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        pytest.fail(f"run did not finish within {timeout_s:.0f} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 # --------------------------------------------------------------------------- Redis
@@ -359,12 +298,12 @@ def celery_cluster(
         try:
             workers = [start_worker(name, base, worker_env) for name in WORKER_NAMES]
             wait_ready(workers, WORKER_START_TIMEOUT_S)
-            _reload_definitions()
+            reload_definitions()
             yield CeleryCluster(instance, jobs_root, base, workers)
         finally:
             stop_workers(workers)
             mp.undo()
-            _reload_definitions()
+            reload_definitions()
             instance.dispose()
 
 
@@ -420,24 +359,6 @@ def _celery_run(cluster: CeleryCluster, key: str, warehouse: Path, queue: str | 
     return RunRecord(run_id, success, step_workers, step_pids, queues)
 
 
-def _reference_tables(jobs_root: Path, warehouse: Path) -> None:
-    """Materialize every partition in process (ephemeral instance) into ``warehouse``."""
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(job_partitions.name, list(KEYS))
-    resources = {
-        "run_roots": RunRoots(roots=[str(jobs_root)]),
-        "parquet_io_manager": ParquetIOManager(base_dir=str(warehouse)),
-    }
-    for key in KEYS:
-        result = dg.materialize(
-            [raw_trials, validated_trials],
-            partition_key=key,
-            instance=instance,
-            resources=resources,
-        )
-        assert result.success
-
-
 def _assert_same_tables(warehouse: Path, reference: Path, keys: tuple[str, ...]) -> None:
     for key in keys:
         for asset in ASSETS:
@@ -487,7 +408,7 @@ def test_ingest_job_runs_on_two_celery_workers(celery_cluster: CeleryCluster) ->
     assert {w.name for w in cluster.workers} == {n.split("@", 1)[0] for n in nodes}
 
     # Same tables as an in-process run of the same partitions.
-    _reference_tables(cluster.jobs_root, reference)
+    materialize_partitions(dg.DagsterInstance.ephemeral(), cluster.jobs_root, reference)
     _assert_same_tables(pinned_wh, reference, KEYS)
     _assert_same_tables(shared_wh, reference, (KEYS[0],))
 

@@ -8,27 +8,32 @@ drops the database at the end.  Trials come from the sample generator (no ``/wor
 
 from __future__ import annotations
 
-import importlib
 import os
 import secrets
 import shutil
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import dagster as dg
 import pandas as pd
 import pytest
-from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
+from dagster._core.definitions.reconstruct import ReconstructableJob
+from enginekit import (
+    ASSETS,
+    KEYS,
+    TRIALS_PER_JOB,
+    build_jobs_root,
+    call_with_timeout,
+    ingest_job_recon,
+    materialize_partitions,
+    reload_definitions,
+    resource_config,
+)
 
-import bf_assets.definitions as definitions_module
-from bf_assets.defs.ingest import raw_trials, validated_trials
-from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
-from bf_assets.sample.generator import generate_corpus
+from bf_assets.defs.resources import REPO_ROOT
 
 psycopg2 = pytest.importorskip("psycopg2")
 pg_sql = pytest.importorskip("psycopg2.sql")
@@ -38,12 +43,7 @@ PROFILE = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
 PG_HOST = os.environ.get("BF_TEST_PG_HOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("BF_TEST_PG_PORT", "5432"))
 PG_PASSWORD = os.environ.get("BF_TEST_PG_PASSWORD", "")
-JOB_NAMES = ("2026-07-01__00-00-00", "2026-07-02__00-00-00")
-KEYS = tuple(f"jobs/{name}" for name in JOB_NAMES)
-TRIALS_PER_JOB = 4
-ASSETS = ("raw_trials", "validated_trials", "findings")
 RUN_TIMEOUT_S = 120
-T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -154,67 +154,9 @@ def pg_instance(
 # --------------------------------------------------------------------------- trials
 
 
-def build_jobs_root(base: Path) -> Path:
-    """Two production job directories (``JOB_NAMES``) of generated trials under ``base/runs/jobs``."""
-    root = base / "runs" / "jobs"
-    for i, name in enumerate(JOB_NAMES):
-        out = base / f"corpus{i}"
-        generate_corpus(out, TRIALS_PER_JOB, seed=i + 1)
-        [job] = sorted(p for p in (out / "jobs").iterdir() if p.is_dir())
-        shutil.copytree(job, root / name)
-    return root
-
-
 @pytest.fixture(scope="module")
 def jobs_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_jobs_root(tmp_path_factory.mktemp("trials"))
-
-
-def resource_config(jobs_root: Path, warehouse: Path) -> dict[str, Any]:
-    """Run config pointing both resources at this test's trees (it overrides the env defaults)."""
-    return {
-        "run_roots": {"config": {"roots": [str(jobs_root)]}},
-        "parquet_io_manager": {"config": {"base_dir": str(warehouse)}},
-    }
-
-
-def _reload_definitions() -> None:
-    """Re-import ``bf_assets.definitions`` (it reads ``BF_EXECUTOR`` at import) and forget the
-    job definitions Dagster cached for reconstructable jobs."""
-    importlib.reload(definitions_module)
-    ReconstructableJob.get_definition.cache_clear()
-    ReconstructableJob.get_repository_definition.cache_clear()
-
-
-def ingest_job_recon() -> ReconstructableJob:
-    """``ingest_job`` as the code location loads it: module ``bf_assets.definitions``, ``defs``."""
-    repo = ReconstructableRepository.for_module(
-        "bf_assets.definitions", "defs", working_directory=str(REPO_ROOT)
-    )
-    return repo.get_reconstructable_job("ingest_job")
-
-
-def call_with_timeout(fn: Callable[[], T], timeout_s: float) -> T:
-    """``fn()`` in a daemon thread; fail the test (without waiting for it) after ``timeout_s``.
-
-    A daemon thread, not a ``ThreadPoolExecutor``: a stuck run must not keep pytest from exiting.
-    """
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # re-raised in the test thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="bf-assets-test-run", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        pytest.fail(f"run did not finish within {timeout_s:.0f} s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def run_partition(
@@ -274,23 +216,8 @@ def test_materializations_are_stored_in_postgres(
     tmp_path: Path,
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    resources = {
-        "run_roots": RunRoots(roots=[str(jobs_root)]),
-        "parquet_io_manager": ParquetIOManager(base_dir=str(warehouse)),
-    }
-    pg_instance.add_dynamic_partitions(job_partitions.name, list(KEYS))
+    run_ids = materialize_partitions(pg_instance, jobs_root, warehouse)
     assert set(KEYS) <= set(pg_instance.get_dynamic_partitions(job_partitions.name))
-
-    run_ids = []
-    for key in KEYS:
-        result = dg.materialize(
-            [raw_trials, validated_trials],
-            partition_key=key,
-            instance=pg_instance,
-            resources=resources,
-        )
-        assert result.success
-        run_ids.append(result.run_id)
 
     # Through the instance API.
     for asset in ASSETS:
@@ -346,7 +273,7 @@ def test_multiprocess_backfill_on_postgres(
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("BF_EXECUTOR", "multiprocess")
-        _reload_definitions()
+        reload_definitions()
         try:
             recon = ingest_job_recon()
             assert recon.get_definition().executor_def.name == "multiprocess"
@@ -371,7 +298,7 @@ def test_multiprocess_backfill_on_postgres(
             }
         finally:
             mp.undo()
-            _reload_definitions()
+            reload_definitions()
 
     assert all(ok for _, ok in outcomes.values()), outcomes
     runs = pg_instance.get_runs(
