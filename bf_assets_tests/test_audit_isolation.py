@@ -14,6 +14,7 @@ from test_audit_kit import (
     checks,
     flat_trial,
     oh_system,
+    one_bash_call,
     prod_trial,
     scan_dir,
     tool_result_request,
@@ -61,13 +62,7 @@ def test_reward_after_the_agent_phase_is_quiet(tmp_path: Path) -> None:
 
 
 def test_seen_content_of_a_hidden_file_is_a_leak(tmp_path: Path) -> None:
-    sysmsg = oh_system("data-cleaning")
-    llm = [
-        chat_request(sysmsg),
-        chat_response("", [("c1", "execute_bash", {"command": "cat /tests/test_outputs.py"})]),
-        tool_result_request(sysmsg, "c1", "def test_values():\n    assert read() == 42"),
-        chat_response("Done."),
-    ]
+    llm = one_bash_call("cat /tests/test_outputs.py", "def test_values():\n    assert read() == 42")
     r = audit(flat_trial(tmp_path, llm=llm))
     (f,) = by_check(r, "VERIFIER_LEAK")
     assert "/tests/test_outputs.py" in f.message and f.line == 2
@@ -75,13 +70,9 @@ def test_seen_content_of_a_hidden_file_is_a_leak(tmp_path: Path) -> None:
 
 
 def test_failed_hidden_read_is_no_leak(tmp_path: Path) -> None:
-    sysmsg = oh_system("data-cleaning")
-    llm = [
-        chat_request(sysmsg),
-        chat_response("", [("c1", "execute_bash", {"command": "cat /tests/test_outputs.py"})]),
-        tool_result_request(sysmsg, "c1", "cat: /tests/test_outputs.py: No such file or directory"),
-        chat_response("Done."),
-    ]
+    llm = one_bash_call(
+        "cat /tests/test_outputs.py", "cat: /tests/test_outputs.py: No such file or directory"
+    )
     assert "VERIFIER_LEAK" not in checks(audit(flat_trial(tmp_path, llm=llm)))
 
 

@@ -71,6 +71,18 @@ def tool_result_request(system: str, call_id: str, output: str) -> dict[str, Any
     return req
 
 
+def one_bash_call(command: str, output: str, *, skills: str = "data-cleaning") -> list[dict]:
+    """An OpenHands LLM log of one ``execute_bash`` call (id ``c1``) with ``command``, its
+    tool result ``output``, then a final answer (lines 1-4)."""
+    sysmsg = oh_system(skills)
+    return [
+        chat_request(sysmsg),
+        chat_response("", [("c1", "execute_bash", {"command": command})]),
+        tool_result_request(sysmsg, "c1", output),
+        chat_response("Done."),
+    ]
+
+
 def flat_trial(
     root: Path,
     name: str = "trial-a",
@@ -193,13 +205,7 @@ def test_repaired_title_becomes_arguments(tmp_path: Path) -> None:
 
 
 def test_llm_calls_and_results_are_collected(tmp_path: Path) -> None:
-    sysmsg = oh_system("data-cleaning")
-    llm = [
-        chat_request(sysmsg),
-        chat_response("", [("c1", "execute_bash", {"command": "ls"})]),
-        tool_result_request(sysmsg, "c1", "file.txt"),
-        chat_response("Done."),
-    ]
+    llm = one_bash_call("ls", "file.txt")
     ev = collect(flat_trial(tmp_path, llm=llm))
     call = next(a for a in ev.actions if a.source == "llm")
     assert call.tool == "execute_bash" and call.args == {"command": "ls"} and call.call_id == "c1"

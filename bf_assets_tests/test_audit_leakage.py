@@ -14,7 +14,7 @@ from test_audit_kit import (
     chat_response,
     flat_trial,
     oh_system,
-    tool_result_request,
+    one_bash_call,
 )
 
 NO_SKILL = {"harness": "openhands", "skill_mode": "no_skills", "task_skills": ["task-helper"]}
@@ -49,13 +49,7 @@ def test_action_marker_fires(tmp_path: Path, event: dict) -> None:
 
 
 def test_observation_marker_fires(tmp_path: Path) -> None:
-    sysmsg = oh_system("github")
-    llm = [
-        chat_request(sysmsg),
-        chat_response("", [("c1", "execute_bash", {"command": "ls ~"})]),
-        tool_result_request(sysmsg, "c1", "notes.txt\nskills/task-helper/SKILL.md"),
-        chat_response("Done."),
-    ]
+    llm = one_bash_call("ls ~", "notes.txt\nskills/task-helper/SKILL.md", skills="github")
     (f,) = leaks(tmp_path, llm=llm)
     assert f.file == "trajectory/llm_trajectory.jsonl" and f.line == 3
     assert "SKILL.md" in (f.evidence or "")
