@@ -13,9 +13,6 @@ starting over (``bf-assets release`` starts the review before Dagster is even im
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -23,14 +20,20 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bf_assets import review
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.ingest.scan import scan_trial
-from bf_assets.review import TRIAL_ERRORS, ReviewOptions, TrialReview, review_data, review_trial
+from bf_assets.review import (
+    TRIAL_ERRORS,
+    ReviewOptions,
+    TrialReview,
+    fork_pool,
+    review_data,
+    review_trial,
+    worker_count,
+)
 from bf_assets.tables import RAW_COLUMNS, frame, read_row, unreadable_raw_row
-
-CHUNK = 32  # trials per worker task
-MIN_PARALLEL = 64  # smaller batches stay in this process
 
 Pair = tuple[TrialReview, dict[str, object]]
 
@@ -70,19 +73,13 @@ class _Batch:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _workers(refs: Sequence[TrialRef], opts: ReviewOptions) -> int:
-    if len(refs) < MIN_PARALLEL:
-        return 1
-    return min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
-
-
 def _start(refs: Sequence[TrialRef], opts: ReviewOptions, workers: int) -> _Batch:
     clear_path_cache()
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pool = fork_pool(workers)
+    chunk = review.CHUNK  # read at call time (the review module's batch settings)
     try:
         futures = [
-            pool.submit(_chunk, refs[i : i + CHUNK], opts) for i in range(0, len(refs), CHUNK)
+            pool.submit(_chunk, refs[i : i + chunk], opts) for i in range(0, len(refs), chunk)
         ]
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -100,7 +97,7 @@ def prefetch(refs: Sequence[TrialRef], options: ReviewOptions | None = None) -> 
     options collects it.  Replaces (and cancels) an earlier prefetch."""
     global _PENDING
     opts = options or ReviewOptions()
-    workers = _workers(refs, opts)
+    workers = worker_count(len(refs), opts)
     cancel_prefetch()
     if workers <= 1:
         return
@@ -137,7 +134,7 @@ def review_with_inventory(
     batch = _take(refs, opts)
     if batch is None:
         cancel_prefetch()  # another batch: free its workers
-        workers = _workers(refs, opts)
+        workers = worker_count(len(refs), opts)
         if workers <= 1:
             clear_path_cache()
             pairs = _chunk(refs, opts)

@@ -242,13 +242,33 @@ PARALLEL_MIN_TRIALS = 64
 CHUNK = 32
 
 
-def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions, spill: bool) -> list[Any]:
-    """Reviews of ``refs``; with ``spill``, each as ``(its JSON bytes, the review)`` so the
-    serialisation happens in the worker."""
-    out: list[Any] = []
+def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False) -> int:
+    """Worker processes for ``n_refs`` trials: 1 (this process) for a small batch, else up to
+    ``opts.workers`` (every core by default), at most one per chunk unless ``more_to_come``
+    (a walk still finding trials)."""
+    if n_refs < PARALLEL_MIN_TRIALS:
+        return 1
+    most = opts.workers or os.cpu_count() or 1
+    return most if more_to_come else min(most, max(1, n_refs // CHUNK))
+
+
+def fork_pool(workers: int) -> ProcessPoolExecutor:
+    """The worker pool of a review batch (fork where there is one: the workers share the
+    parent's imports)."""
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
+    return [review_trial(ref, options) for ref in refs]
+
+
+def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple[bytes, Any]]:
+    """Each review as ``(its JSON bytes, its slim form)``: serialised in the worker."""
+    out = []
     for ref in refs:
         r = review_trial(ref, options)
-        out.append((orjson.dumps(r.to_json()), slim(r)) if spill else r)
+        out.append((orjson.dumps(r.to_json()), slim(r)))
     return out
 
 
@@ -256,49 +276,33 @@ def review_refs(
     refs: Sequence[TrialRef],
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
-    spill: Spill | None = None,
 ) -> list[TrialReview]:
-    """Review trials in order; large batches are spread over worker processes (all cores).
-
-    With ``spill``, each trial's full JSON goes to the spill file and the returned reviews
-    are slim (``bf_assets.spill``): memory stays flat however many trials there are."""
+    """Review trials in order; large batches are spread over worker processes (all cores)."""
     opts = options or ReviewOptions()
     clear_path_cache()
-    out: list[Any] = [None] * len(refs)
-    interner = Interner() if spill is not None else None
-
-    def keep(i: int, item: Any) -> None:
-        if interner is None or spill is None:
-            out[i] = item
-            return
-        data, review = item
-        spill.put(i, data)
-        out[i] = interner.review(review, refs[i])  # the discovery's own ref, not a copy
-
-    workers = min(opts.workers or os.cpu_count() or 1, max(1, len(refs) // CHUNK))
-    if workers <= 1 or len(refs) < PARALLEL_MIN_TRIALS:
-        for i, ref in enumerate(refs):
-            keep(i, _review_chunk([ref], opts, spill is not None)[0])
+    workers = worker_count(len(refs), opts)
+    if workers <= 1:
+        out = []
+        for i, ref in enumerate(refs, start=1):
+            out.append(review_trial(ref, opts))
             if progress is not None:
-                progress(i + 1, len(refs), ref)
+                progress(i, len(refs), ref)
         return out
-    starts = range(0, len(refs), CHUNK)
+    results: list[Any] = [None] * len(refs)
     done = 0
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with fork_pool(workers) as pool:
         futures = {
-            pool.submit(_review_chunk, refs[i : i + CHUNK], opts, spill is not None): i
-            for i in starts
+            pool.submit(_review_chunk, refs[i : i + CHUNK], opts): i
+            for i in range(0, len(refs), CHUNK)
         }
         for fut in as_completed(futures):
             start = futures.pop(fut)  # a finished future holds its result: let it go
             items = fut.result()
-            for k, item in enumerate(items):
-                keep(start + k, item)
+            results[start : start + len(items)] = items
             done += len(items)
             if progress is not None:
                 progress(done, len(refs), refs[start + len(items) - 1])
-    return out
+    return results
 
 
 def review_roots(
@@ -371,18 +375,20 @@ class _WalkReview:
     def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
         clear_path_cache()
         walk = walk_roots(roots, self.skipped)
+        more = False
         for item in walk:  # a small batch is reviewed in this process
             self._found(item)
             if len(self.walked) >= PARALLEL_MIN_TRIALS:
+                more = True
                 break
-        workers = self.opts.workers or os.cpu_count() or 1
-        if workers > 1 and len(self.walked) >= PARALLEL_MIN_TRIALS:
+        workers = worker_count(len(self.walked), self.opts, more_to_come=more)
+        if workers > 1:
             self._parallel(walk, workers)
         else:
             for item in walk:
                 self._found(item)
             for p, (_, ref) in enumerate(self.walked):
-                self.keep(p, _review_chunk([ref], self.opts, True)[0])
+                self.keep(p, _spill_chunk([ref], self.opts)[0])
         order = sorted(
             range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
         )
@@ -396,16 +402,15 @@ class _WalkReview:
         self.results.append(None)
 
     def _parallel(self, walk: Iterator[tuple[int, TrialRef]], workers: int) -> None:
-        ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
         pending: dict[Any, int] = {}
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with fork_pool(workers) as pool:
             sent = 0
 
             def send(upto: int) -> None:
                 nonlocal sent
                 while sent < upto:
                     refs = [ref for _, ref in self.walked[sent : min(sent + CHUNK, upto)]]
-                    pending[pool.submit(_review_chunk, refs, self.opts, True)] = sent
+                    pending[pool.submit(_spill_chunk, refs, self.opts)] = sent
                     sent += len(refs)
 
             for item in walk:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bf_assets import inventory
+from bf_assets import inventory, review
 from bf_assets.ingest.discovery import TrialRef, discover_trials
 from bf_assets.review import ReviewOptions, review_refs
 from bf_assets.tables import audit_frames, raw_frame, validated_frames
@@ -25,8 +25,8 @@ def refs() -> list[TrialRef]:
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Spread even the small sample over worker processes."""
-    monkeypatch.setattr(inventory, "CHUNK", 4)
-    monkeypatch.setattr(inventory, "MIN_PARALLEL", 8)
+    monkeypatch.setattr(review, "CHUNK", 4)
+    monkeypatch.setattr(review, "PARALLEL_MIN_TRIALS", 8)
 
 
 def _assert_same_as_two_reads(refs: list[TrialRef], opts: ReviewOptions, got: tuple) -> None:
