@@ -30,11 +30,11 @@ from bf_assets.ingest.readers import (
     JsonlLine,
     MiB,
     ReadLimits,
-    check_file,
     hash_file,
     iter_jsonl,
     parse_json_bytes,
     read_document,
+    resolve_file,
 )
 from bf_assets.ingest.rowstream import read_rows
 
@@ -272,7 +272,7 @@ def test_link_inside_the_root_is_followed(tmp_path: Path) -> None:
 
 def test_dangling_link_is_reported_not_raised(tmp_path: Path) -> None:
     os.symlink(tmp_path / "nowhere.json", tmp_path / "result.json")
-    real, issue = check_file(tmp_path / "result.json", tmp_path)
+    real, _, issue = resolve_file(tmp_path / "result.json", tmp_path)
     assert real is None and issue is not None and issue.kind is IssueKind.MISSING
 
 

@@ -197,12 +197,6 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
     return Resolved(real_s, st.st_size, None)
 
 
-def check_file(path: Path, root: Path) -> tuple[Path | None, ReadIssue | None]:
-    """Return the real path to open, or an issue (``resolve_file`` with a ``Path``)."""
-    real, _, issue = resolve_file(path, root)
-    return (Path(real) if real is not None else None), issue
-
-
 def file_exists(path: Path) -> bool:
     """True when something (even a broken link or special file) sits at ``path``."""
     try:
