@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,23 +48,27 @@ def resource_config(jobs_root: Path, warehouse: Path) -> dict[str, Any]:
     }
 
 
-def materialize_partitions(
-    instance: dg.DagsterInstance, jobs_root: Path, warehouse: Path
-) -> list[str]:
-    """``raw_trials`` and ``validated_trials`` of every partition in ``KEYS``, in process, one
-    run per partition (the partitions are registered first); the run ids."""
-    instance.add_dynamic_partitions(job_partitions.name, list(KEYS))
-    resources = {
-        "run_roots": RunRoots(roots=[str(jobs_root)]),
+def local_resources(jobs_root: Path, warehouse: Path, **run_roots: Any) -> dict[str, Any]:
+    """The two resources as objects, for in-process materializations."""
+    return {
+        "run_roots": RunRoots(roots=[str(jobs_root)], **run_roots),
         "parquet_io_manager": ParquetIOManager(base_dir=str(warehouse)),
     }
+
+
+def materialize_partitions(
+    instance: dg.DagsterInstance, resources: Mapping[str, Any], keys: Sequence[str] = KEYS
+) -> list[str]:
+    """``raw_trials`` and ``validated_trials`` of every partition in ``keys``, in process, one
+    run per partition (the partitions are registered first); the run ids."""
+    instance.add_dynamic_partitions(job_partitions.name, list(keys))
     run_ids = []
-    for key in KEYS:
+    for key in keys:
         result = dg.materialize(
             [raw_trials, validated_trials],
             partition_key=key,
             instance=instance,
-            resources=resources,
+            resources=dict(resources),
         )
         assert result.success
         run_ids.append(result.run_id)

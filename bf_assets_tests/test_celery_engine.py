@@ -41,6 +41,7 @@ from enginekit import (
     build_jobs_root,
     call_with_timeout,
     ingest_job_recon,
+    local_resources,
     materialize_partitions,
     reload_definitions,
     resource_config,
@@ -408,7 +409,9 @@ def test_ingest_job_runs_on_two_celery_workers(celery_cluster: CeleryCluster) ->
     assert {w.name for w in cluster.workers} == {n.split("@", 1)[0] for n in nodes}
 
     # Same tables as an in-process run of the same partitions.
-    materialize_partitions(dg.DagsterInstance.ephemeral(), cluster.jobs_root, reference)
+    materialize_partitions(
+        dg.DagsterInstance.ephemeral(), local_resources(cluster.jobs_root, reference)
+    )
     _assert_same_tables(pinned_wh, reference, KEYS)
     _assert_same_tables(shared_wh, reference, (KEYS[0],))
 

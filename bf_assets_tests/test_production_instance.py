@@ -27,6 +27,7 @@ from enginekit import (
     build_jobs_root,
     call_with_timeout,
     ingest_job_recon,
+    local_resources,
     materialize_partitions,
     reload_definitions,
     resource_config,
@@ -216,7 +217,7 @@ def test_materializations_are_stored_in_postgres(
     tmp_path: Path,
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    run_ids = materialize_partitions(pg_instance, jobs_root, warehouse)
+    run_ids = materialize_partitions(pg_instance, local_resources(jobs_root, warehouse))
     assert set(KEYS) <= set(pg_instance.get_dynamic_partitions(job_partitions.name))
 
     # Through the instance API.

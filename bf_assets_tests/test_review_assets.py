@@ -7,12 +7,10 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pytest
+from enginekit import local_resources, materialize_partitions
 
 from bf_assets.defs import review as review_defs
 from bf_assets.defs.ingest import raw_trials, validated_trials
-from bf_assets.defs.io_managers import ParquetIOManager
-from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import RunRoots
 from bf_assets.defs.review import dataset_review
 from bf_assets.review import ReviewOptions, review_roots
 
@@ -32,23 +30,11 @@ def test_review_assets_match_the_cli(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(review_defs, "REPORT_DIR", tmp_path / "reports")
-    run_roots = RunRoots(roots=[str(runs)], tasks_dir=str(SAMPLE_TASKS))
-    resources = {
-        "run_roots": run_roots,
-        "parquet_io_manager": ParquetIOManager(base_dir=str(tmp_path / "wh")),
-    }
+    resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
     keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
     assert len(keys) == 2
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(job_partitions.name, keys)
-        for key in keys:
-            res = dg.materialize(
-                [raw_trials, validated_trials],
-                partition_key=key,
-                instance=instance,
-                resources=resources,
-            )
-            assert res.success
+        materialize_partitions(instance, resources, keys)
         res = dg.materialize(
             [raw_trials, validated_trials, dataset_review],
             selection="key:coverage or key:sandbox_parity or key:review_report",
