@@ -584,7 +584,7 @@ class Tools:
             if script.is_file():
                 self.ours = [str(script), "review"]
             else:
-                self.ours = [sys.executable, "-m", "bf_assets.cli", "review"]
+                self.ours = [sys.executable, "-m", "bf_assets.cli.main", "review"]
         if args.release_cmd:
             self.release_template: list[str] | None = shlex.split(args.release_cmd)
         elif self.ours and self.ours[-1] == "review":
@@ -1240,7 +1240,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--ours-cmd",
         help="our review command, shell-quoted; <jobs dir> --json is appended "
         "(default: the bf-assets console script beside this Python if present, "
-        "else `python -m bf_assets.cli review`)",
+        "else `python -m bf_assets.cli.main review`)",
     )
     p.add_argument(
         "--release-cmd",

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from trialkit import Trial, healthy_spec
 
-from bf_assets import cache as cache_mod
-from bf_assets.review import ReviewOptions, review_trial
+from bf_assets.batch import cache as cache_mod
+from bf_assets.batch.run import review_trial
+from bf_assets.review.options import ReviewOptions
 
 ROWS = "results.jsonl"
 
@@ -21,7 +22,7 @@ def trial(tmp_path: Path) -> Trial:
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Records every time a trial is actually read (a cache miss)."""
-    import bf_assets.review as review_mod
+    import bf_assets.review.trial as review_mod
 
     seen: list[str] = []
     real = review_mod.scan_trial

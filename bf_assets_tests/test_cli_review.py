@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from trialkit import Trial, healthy_spec
 
-from bf_assets import cli
+from bf_assets.cli import main as cli
 from bf_assets.ingest.discovery import TrialRef
 
 TRIAL_FIELDS = {
@@ -107,7 +107,7 @@ def test_a_crash_is_exit_2_never_1(
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("internal failure")
 
-    monkeypatch.setattr("bf_assets.review.review_roots", boom)
+    monkeypatch.setattr("bf_assets.batch.run.review_roots", boom)
     code, _, err = _run(["review", str(healthy.root), "--json"], capsys)
     assert code == 2 and "internal error" in err
 

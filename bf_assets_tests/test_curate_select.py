@@ -128,7 +128,7 @@ def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
 
 
 def test_from_review_and_from_tables_agree(trial: Any) -> None:
-    from bf_assets.tables import raw_frame, validated_frames
+    from bf_assets.review.tables import raw_frame, validated_frames
 
     review = trial.review()
     from_review = Candidate.from_review(review)

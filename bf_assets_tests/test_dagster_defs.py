@@ -14,7 +14,7 @@ from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import DEFAULT_RUN_ROOT, RunRoots
-from bf_assets.review import ReviewOptions
+from bf_assets.review.options import ReviewOptions
 
 JOB = "2026-06-01__00-00-00"
 KEY = f"jobs/{JOB}"

@@ -8,7 +8,7 @@ from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.plan import Plan, parse_plan
 from bf_assets.dataset.samples import make_review
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 SHA = "0123abcd" + "e" * 32
 SRC = f"benchflow-ai/skillsbench@{SHA}"

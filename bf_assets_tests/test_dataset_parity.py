@@ -9,7 +9,7 @@ from trialkit import LLM_FILE, Trial, healthy_spec
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.parity import sandbox_parity
 from bf_assets.dataset.samples import DAYTONA_FILES, DOCKER_FILES, make_review
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 
 def _docker_twin(root: Path, rollout_id: str) -> Trial:

@@ -11,7 +11,7 @@ from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
 from bf_assets.dataset.release import assess_release, export_candidates, release_verdict
 from bf_assets.dataset.samples import make_review
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 
 def _plan(trials: int = 1, required: bool = True, floor: float | None = None) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bf_assets.batch.run import review_roots
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.parity import sandbox_parity
@@ -17,7 +18,7 @@ from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effe
 from bf_assets.dataset.release import assess_release, export_candidates
 from bf_assets.dataset.report import render_report
 from bf_assets.dataset.samples import make_review
-from bf_assets.review import TrialReview, review_roots
+from bf_assets.review.record import TrialReview
 
 SVG = "{http://www.w3.org/2000/svg}"
 SECTIONS = ["## Blockers", "## Coverage", "## Evidence", "## Residual risk", "## Verdict"]

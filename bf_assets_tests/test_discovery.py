@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from trialkit import JOB, Trial, build_trial, healthy_spec
 
+from bf_assets.batch.run import review_roots
 from bf_assets.ingest.discovery import TrialRef, discover, discover_jobs
-from bf_assets.review import ReviewOptions, review_roots
+from bf_assets.review.options import ReviewOptions
 
 HARBOR_JOB_DIRS = (
     "benchflow-ai__skillsbench-trajectories/minimax-m2.1+claude-code/no_skills",

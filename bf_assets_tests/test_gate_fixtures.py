@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, Trial, check_ids
 
+from bf_assets.batch.run import review_roots
 from bf_assets.gate.run import run_gate
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.scan import scan_trial
-from bf_assets.review import ReviewOptions, TrialReview, review_roots
+from bf_assets.review.options import ReviewOptions
+from bf_assets.review.record import TrialReview
 
 EVALS = {
     "clean-pass": set(),

@@ -5,10 +5,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bf_assets import inventory, review
+from bf_assets.batch import inventory
+from bf_assets.batch import run as review
+from bf_assets.batch.run import review_refs
 from bf_assets.ingest.discovery import TrialRef, discover_trials
-from bf_assets.review import ReviewOptions, review_refs
-from bf_assets.tables import audit_frames, raw_frame, validated_frames
+from bf_assets.review.options import ReviewOptions
+from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_JOBS = REPO / "data" / "runs" / "jobs"

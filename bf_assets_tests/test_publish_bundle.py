@@ -214,7 +214,7 @@ def test_local_folder_is_idempotent_and_keeps_foreign_files(
 def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: Path) -> None:
     """Benchflow's own writer output (copied), with a secret, a host path and reasoning fields
     planted where the gate allows them: the trial is exported and none of it is published."""
-    from bf_assets.review import review_roots
+    from bf_assets.batch.run import review_roots
 
     job = "2026-06-01__00-00-00"
     root = tmp_path / "jobs"

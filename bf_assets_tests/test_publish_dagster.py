@@ -192,7 +192,7 @@ def test_partitions_of_other_roots_and_unmaterialized_ones_are_ignored(
 def test_cli_release_exit_codes(
     tmp_path: Path, runs_root: Path, monkeypatch: pytest.MonkeyPatch, good: bool, code: int
 ) -> None:
-    from bf_assets.cli import main
+    from bf_assets.cli.main import main
 
     (build_trial if good else lambda r: oracle_spec().write(r))(runs_root)
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
@@ -228,7 +228,7 @@ def test_manual_quarantine_is_honoured(
 
 
 def test_partition_blocks_never_take_in_other_partitions() -> None:
-    from bf_assets.release import partition_blocks, range_tags
+    from bf_assets.cli.release import partition_blocks, range_tags
 
     order = ["a", "b", "c", "d", "e"]
     assert partition_blocks(order, ["a", "b", "c", "d", "e"]) == [["a", "b", "c", "d", "e"]]

@@ -371,7 +371,7 @@ def test_cli_release_reports_a_hub_failure_as_an_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``bf-assets release --hub-repo``: a rejected token is exit 2 with the reason, never 0/3."""
-    from bf_assets.cli import main
+    from bf_assets.cli.main import main
 
     build_trial(runs_root)
     for name, value in {

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from enginekit import local_resources, materialize_partitions
 
+from bf_assets.batch.run import review_roots
 from bf_assets.defs import review as review_defs
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.review import dataset_review
-from bf_assets.review import ReviewOptions, review_roots
+from bf_assets.review.options import ReviewOptions
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_JOBS = REPO / "data" / "runs" / "jobs"

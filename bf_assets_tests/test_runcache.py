@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from trialkit import Trial, healthy_spec
 
-from bf_assets import cli, runcache
-from bf_assets.runcache import RunCache, RunKey
+from bf_assets.batch import runcache
+from bf_assets.batch.runcache import RunCache, RunKey
+from bf_assets.cli import main as cli
 
 ROWS = "results.jsonl"
 PLAN = """\
@@ -35,7 +36,7 @@ def corpus(tmp_path: Path) -> list[Trial]:
 @pytest.fixture
 def reviews(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the reviews that actually ran (a run-level miss)."""
-    import bf_assets.review as review_mod
+    import bf_assets.batch.run as review_mod
 
     seen: list[int] = []
     real = review_mod.review_roots

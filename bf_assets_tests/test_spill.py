@@ -6,7 +6,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bf_assets.review import ReviewOptions, review_roots
+from bf_assets.batch.run import review_roots
+from bf_assets.review.options import ReviewOptions
 from bf_assets.sample.generator import generate_corpus
 
 

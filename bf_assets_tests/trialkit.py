@@ -28,9 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bf_assets.batch.run import review_trial
 from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.readers import ReadLimits
-from bf_assets.review import ReviewOptions, TrialReview, review_trial
+from bf_assets.review.options import ReviewOptions
+from bf_assets.review.record import TrialReview
 
 JOB = "2026-06-01__00-00-00"
 TASK = "demo-task"

@@ -48,7 +48,7 @@ def apply_dataset_review(
     and the dataset-level release verdict (required slots, coverage floor) of
     ``bf_assets.dataset.assemble``, applied to the candidates in place."""
     from bf_assets.dataset.assemble import assemble
-    from bf_assets.tables import reviews_from_frame
+    from bf_assets.review.tables import reviews_from_frame
 
     skip = set(found.ignored_partitions)
     frames = [df for k, df in sorted(validated.items()) if k not in skip and not df.empty]

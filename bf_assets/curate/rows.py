@@ -20,7 +20,7 @@ from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE
 from bf_assets.curate.select import Candidate
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 ROWS_FILE = "results.jsonl"
 LLM_FILE = "trajectory/llm_trajectory.jsonl"

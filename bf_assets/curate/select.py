@@ -7,7 +7,7 @@ when a newer attempt of the same slot is broken; every other exportable attempt 
 ``superseded``.  Newest = latest parsed ``started_at`` (unparsable or missing sorts
 oldest), ties broken by rollout name, then job.
 
-Works on :class:`Candidate` records, built from a :class:`bf_assets.review.TrialReview`
+Works on :class:`Candidate` records, built from a :class:`bf_assets.review.record.TrialReview`
 (CLI, tests) or from a ``validated_trials`` row (the Dagster shell).
 """
 
@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Severity, Verdict
-from bf_assets.review import SLOT_FIELDS, TrialReview
+from bf_assets.review.record import SLOT_FIELDS, TrialReview
 
 # Exclusion reasons (the card and the manifest count them).
 ORACLE = "oracle"

@@ -31,7 +31,7 @@ from bf_assets.dataset.release import (
 )
 from bf_assets.dataset.report import render_report
 from bf_assets.findings import sort_findings
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
 

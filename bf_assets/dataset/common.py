@@ -8,7 +8,7 @@ from typing import Any
 
 from bf_assets.contract import Outcome
 from bf_assets.ingest.identity import normalize_harness, normalize_skill_mode
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 # A trial's identity across the whole review: ``(job_key, rollout)``.
 TrialKey = tuple[str, str]

@@ -49,7 +49,7 @@ from bf_assets.dataset.common import (
 )
 from bf_assets.dataset.plan import Plan, PlannedCell
 from bf_assets.findings import Finding, finding, sort_findings
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 HEALTHY, STALE, UNHEALTHY, MISSING, UNPLANNED = (
     "healthy",

@@ -32,7 +32,7 @@ from typing import Any
 
 from bf_assets.contract import HEALTHY_OUTCOMES
 from bf_assets.dataset.common import TrialKey, cell_of, is_noop, recency_key, trial_key
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 DOCKER, DAYTONA = "docker", "daytona"
 TELEMETRY_FILES = {

@@ -34,7 +34,7 @@ from bf_assets.contract import Severity, Verdict
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.plan import load_document
 from bf_assets.findings import Finding
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 ACTIONS = ("quarantine", "release")
 ENTRY_KEYS = ("trial", "action", "reason", "by", "at")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from bf_assets.contract import Outcome, ReleaseVerdict, Verdict
 from bf_assets.dataset.common import TrialKey, is_model_trial, show_key, trial_key
 from bf_assets.dataset.coverage import MISSING, UNHEALTHY, Coverage
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 NOT = ReleaseVerdict.NOT_PUBLISHABLE.value
 WITH_Q = ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value

@@ -25,7 +25,7 @@ from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
 from bf_assets.dataset.release import ReleaseAssessment
 from bf_assets.findings import sort_findings
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 ROW_LIMIT = 100
 RESIDUAL_RISK = (

@@ -15,7 +15,7 @@ from bf_assets.findings import Finding, finding
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import FileEntry
-from bf_assets.review import TrialReview
+from bf_assets.review.record import TrialReview
 
 _SERIAL = itertools.count(1)  # distinct, deterministic default rollout names
 DOCKER_FILES = (

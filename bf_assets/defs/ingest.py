@@ -2,7 +2,7 @@
 
 ``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit`` and ``trial_audits`` are
 one multi-asset (op ``ingest_trials``): each trial is read once, for its file inventory and
-its review (``bf_assets.tables.review_with_inventory``); the graph still shows
+its review (``bf_assets.batch.inventory.review_with_inventory``); the graph still shows
 ``raw_trials`` → the other four.  Any subset can be materialized (``raw_trials`` alone reads
 the inventory only).  A run may cover several job partitions (a single-run backfill, or
 ``bf-assets release``): the trials of every partition are reviewed in one batch, the Parquet
@@ -18,14 +18,15 @@ import dagster as dg
 import orjson
 import pandas as pd
 
+from bf_assets.batch.inventory import review_with_inventory
+from bf_assets.batch.summary import summarize
 from bf_assets.contract import Outcome, Severity, Verdict
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
 from bf_assets.ingest.discovery import discover_trials
-from bf_assets.inventory import review_with_inventory
-from bf_assets.review import TrialReview, summarize
-from bf_assets.tables import audit_frames, raw_frame, validated_frames
+from bf_assets.review.record import TrialReview
+from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
 PARQUET_IO = "parquet_io_manager"
 PREVIEW_ROWS = 10

@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from bf_assets.review import ReviewOptions
+from bf_assets.review.options import ReviewOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUN_ROOT = REPO_ROOT / "data" / "runs" / "jobs"

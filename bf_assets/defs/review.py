@@ -15,7 +15,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble, report_markdown
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.resources import REPO_ROOT, RunRoots
-from bf_assets.tables import VALIDATED_COLUMNS, reviews_from_frame, validated_frames
+from bf_assets.review.tables import VALIDATED_COLUMNS, reviews_from_frame, validated_frames
 
 ALL_PARTITIONS = {"allow_missing_partitions": True}
 REPORT_DIR = REPO_ROOT / "data" / "reports"

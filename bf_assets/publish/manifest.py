@@ -19,7 +19,7 @@ import orjson
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import SCHEMA_VERSION
 from bf_assets.curate.select import Candidate, Exclusion
-from bf_assets.review import SLOT_FIELDS
+from bf_assets.review.record import SLOT_FIELDS
 
 MANIFEST_PATH = "meta/manifest.json"
 CHECKSUMS_PATH = "meta/checksums.sha256"

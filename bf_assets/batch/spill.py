@@ -24,7 +24,7 @@ from bf_assets.ingest.identity import Identity
 
 if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
-    from bf_assets.review import TrialReview
+    from bf_assets.review.record import TrialReview
 
 _IDENTITY_TEXT = (
     "task_id",

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from bf_assets.cache import code_digest, link_target_state, tree_digest
+from bf_assets.batch.cache import code_digest, link_target_state, tree_digest
 from bf_assets.ingest.forked import start_forked
 
 FORMAT = 1

@@ -17,7 +17,7 @@ from bf_assets.gate.run import FILE_CHECKS
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
 from bf_assets.ingest.scan import TrialData, scan_trial
-from bf_assets.review import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
+from bf_assets.review.record import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
 
 TRIAL_KEY = ("job", "rollout", "path")
 

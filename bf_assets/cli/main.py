@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, BinaryIO, TextIO
 import orjson
 
 if TYPE_CHECKING:  # the review code is imported only when a review actually runs
+    from bf_assets.batch.run import ReviewReport
+    from bf_assets.batch.runcache import RunCache
     from bf_assets.ingest.discovery import TrialRef
-    from bf_assets.review import ReviewReport
-    from bf_assets.runcache import RunCache
 
 EXIT_OK, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
 
@@ -160,7 +160,8 @@ def _review(args: argparse.Namespace) -> int:
             sys.stdout.buffer.write(hit.output)
             sys.stdout.flush()
             return hit.exit_code
-    from bf_assets.review import ReviewOptions, review_roots
+    from bf_assets.batch.run import review_roots
+    from bf_assets.review.options import ReviewOptions
 
     opts = ReviewOptions(
         tasks_dir=args.tasks,
@@ -184,12 +185,12 @@ def _review(args: argparse.Namespace) -> int:
 def _print_review(
     args: argparse.Namespace, report: ReviewReport, run_cache: RunCache | None, state: str | None
 ) -> int:
-    from bf_assets.review import all_publishable
+    from bf_assets.batch.summary import all_publishable
 
     code = EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
     spool = run_cache.spool() if run_cache else None
     try:
-        from bf_assets.runcache import Tee
+        from bf_assets.batch.runcache import Tee
 
         out = Tee(sys.stdout.buffer, spool)
         if args.json:
@@ -209,7 +210,7 @@ def _print_review(
 
 
 def _run_cache(args: argparse.Namespace) -> RunCache:
-    from bf_assets.runcache import RunCache, RunKey
+    from bf_assets.batch.runcache import RunCache, RunKey
 
     return RunCache(
         args.cache_dir,
@@ -237,7 +238,7 @@ def _release(args: argparse.Namespace) -> int:
         v = getattr(args, flag)
         if v and not Path(v).is_file():
             raise _UsageError(f"--{flag} {v!r} is not a file")
-    from bf_assets.release import BLOCKED, PUBLISHED, run_release
+    from bf_assets.cli.release import BLOCKED, PUBLISHED, run_release
 
     result = run_release(
         args.runs,

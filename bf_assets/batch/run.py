@@ -1,4 +1,5 @@
-"""Review orchestration: discover, scan, gate, and report every trial of one or more run roots.
+"""Reviewing many trials: discover, review (on every core for large batches), then the
+dataset review over all of them.
 
 The CLI and the Dagster assets both call these functions.  One broken trial never stops a
 batch: an unexpected error while reviewing a trial becomes a ``GATE_UNREADABLE`` finding on
@@ -10,145 +11,26 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bf_assets.audit import AuditContext, audit_trial
-from bf_assets.contract import Outcome, ReleaseVerdict, Severity, Verdict
-from bf_assets.findings import Finding, finding, sort_findings
-from bf_assets.gate.run import run_gate
-from bf_assets.gate.verdict import verdict_of
+from bf_assets.batch.spill import Interner, Spill, final_json, slim
+from bf_assets.batch.summary import summarize
+from bf_assets.dataset.assemble import DatasetReview, assemble
+from bf_assets.dataset.common import trial_key
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
-from bf_assets.ingest.identity import Identity
-from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, clear_path_cache
-from bf_assets.ingest.scan import FileEntry, TrialData, scan_trial
-from bf_assets.spill import Interner, Spill, final_json, slim
-
-# What reading a hostile trial can raise despite the readers' guards: turned into a finding
-# on that trial so one trial never stops a batch.
-TRIAL_ERRORS = (MemoryError, RecursionError, ValueError, TypeError, KeyError, OSError, UnicodeError)
-
-SLOT_FIELDS = ("task_id", "harness", "model", "skill_mode", "sandbox", "trial_index")
-
-
-@dataclass(slots=True)
-class ReviewOptions:
-    limits: ReadLimits = DEFAULT_LIMITS
-    tasks_dir: str | None = None
-    plan_path: str | None = None
-    quarantine_path: str | None = None
-    hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
-    workers: int | None = None  # worker processes for large batches (None: every core)
-    audits: bool = True  # False: the hard gate alone (the gate's own tests use this)
-    cache_dir: str | None = None  # reuse reviews of unchanged trials (bf_assets.cache)
-
-
-@dataclass(slots=True)
-class TrialReview:
-    ref: TrialRef
-    identity: Identity
-    layout: str
-    outcome: str
-    healthy: bool
-    training_ready: bool
-    verdict: str
-    attribution: str
-    findings: list[Finding]
-    files: list[FileEntry] = field(default_factory=list)
-    skills: dict[str, Any] = field(default_factory=dict)
-    reward: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        ident = self.identity
-        out: dict[str, Any] = {"path": self.ref.rel_path, "root": self.ref.root}
-        for name in SLOT_FIELDS:
-            out[name] = getattr(ident, name)
-        out.update(
-            {
-                "job": self.ref.job_key,
-                "rollout": self.ref.rollout,
-                "source_ref": ident.source_ref,
-                "task_digest": ident.task_digest,
-                "started_at": ident.started_at,
-                "layout": self.layout,
-                "outcome": self.outcome,
-                "healthy": self.healthy,
-                "training_ready": self.training_ready,
-                "verdict": self.verdict,
-                "attribution": self.attribution,
-                "reward": self.reward,
-                "skills": self.skills,
-                "findings": [f.to_dict() for f in self.findings],
-            }
-        )
-        return out
-
-
-def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
-    """The hard gate, then every per-trial audit, merged into one verdict."""
-    opts = options or ReviewOptions()
-    gate = run_gate(data)
-    c = gate.classification
-    if not opts.audits or data.ref.link_escape:
-        return TrialReview(
-            ref=data.ref,
-            identity=data.identity,
-            layout=data.layout,
-            outcome=c.outcome,
-            healthy=c.healthy,
-            training_ready=c.training_ready,
-            verdict=gate.verdict,
-            attribution=c.attribution,
-            findings=gate.findings,
-            files=data.files,
-            reward=gate.view.reward,
-        )
-    ctx = AuditContext(tasks_dir=Path(opts.tasks_dir) if opts.tasks_dir else None)
-    audit = audit_trial(
-        data,
-        ctx,
-        outcome=c.outcome,
-        attribution=c.attribution,
-        existing_checks=frozenset(f.check for f in gate.findings),
-    )
-    findings, attribution = merge_findings(gate.findings, audit.findings, c.outcome, c.attribution)
-    healthy = c.healthy and attribution in ("n/a", "model_capability")
-    return TrialReview(
-        ref=data.ref,
-        identity=data.identity,
-        layout=data.layout,
-        outcome=c.outcome,
-        healthy=healthy,
-        training_ready=c.training_ready and healthy,
-        verdict=verdict_of(findings),
-        attribution=attribution,
-        findings=findings,
-        files=data.files,
-        skills=audit.skills,
-        reward=gate.view.reward,
-    )
-
-
-def merge_findings(
-    gate: list[Finding], audit: list[Finding], outcome: str, attribution: str
-) -> tuple[list[Finding], str]:
-    """Gate and audit findings together; the audit's attribution is the more specific one."""
-    audit_attr = any(f.check == "ATTR_EXPERIMENT_FIDELITY" for f in audit)
-    if audit_attr:
-        gate = [f for f in gate if f.check not in ("ATTR_EXPERIMENT_FIDELITY", "ATTR_UNKNOWN")]
-        if outcome in ("fail", "normal_timeout", "unhealthy"):
-            attribution = "experiment_fidelity"
-    return sort_findings([*gate, *audit]), attribution
+from bf_assets.ingest.readers import clear_path_cache
+from bf_assets.review.options import ReviewOptions
+from bf_assets.review.record import TrialReview
+from bf_assets.review.trial import crashed, review_uncached
 
 
 def _cache_context(opts: ReviewOptions) -> str:
-    from bf_assets.cache import tree_digest
+    from bf_assets.batch.cache import tree_digest
 
     return f"{opts.limits}|{opts.tasks_dir}|{tree_digest(opts.tasks_dir)}|{opts.audits}|{opts.hash_files}"
 
@@ -157,44 +39,18 @@ def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialRe
     """Scan and gate one trial; never raises for anything the trial contains."""
     opts = options or ReviewOptions()
     if opts.cache_dir:
-        from bf_assets.cache import ReviewCache
+        from bf_assets.batch.cache import ReviewCache
 
         cache = ReviewCache(opts.cache_dir, _cache_context(opts))
         fp = cache.key(ref)
         hit = cache.get(ref, fp)
         if hit is not None:
             return hit
-        review = _review_uncached(ref, opts)
-        if fp is not None and cache.key(ref) == fp and not _crashed(review):
+        review = review_uncached(ref, opts)
+        if fp is not None and cache.key(ref) == fp and not crashed(review):
             cache.put(fp, review)  # only when nothing changed while it was read
         return review
-    return _review_uncached(ref, opts)
-
-
-def _crashed(review: TrialReview) -> bool:
-    return any("could not be reviewed safely" in f.message for f in review.findings)
-
-
-def _review_uncached(ref: TrialRef, opts: ReviewOptions) -> TrialReview:
-    try:
-        return review_data(scan_trial(ref, opts.limits, hash_files=opts.hash_files), opts)
-    except TRIAL_ERRORS as exc:
-        f = finding(
-            "GATE_UNREADABLE",
-            f"the trial could not be reviewed safely: {type(exc).__name__}: {exc}",
-            file=".",
-        )
-        return TrialReview(
-            ref=ref,
-            identity=Identity(job=ref.job, rollout=ref.rollout),
-            layout=ref.layout,
-            outcome=Outcome.UNHEALTHY.value,
-            healthy=False,
-            training_ready=False,
-            verdict=Verdict.REJECTED.value,
-            attribution="unknown",
-            findings=[f],
-        )
+    return review_uncached(ref, opts)
 
 
 ProgressFn = Callable[[int, int, TrialRef], None]
@@ -206,7 +62,7 @@ class ReviewReport:
     trials: list[TrialReview]
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
-    dataset: Any = None  # bf_assets.dataset.assemble.DatasetReview
+    dataset: DatasetReview | None = None
     spill: Spill | None = None  # the trials' full JSON when reviewed with spill=True
     spilled_verdicts: list[str] = field(default_factory=list)
 
@@ -222,8 +78,6 @@ class ReviewReport:
             for t in self.trials:
                 yield orjson.dumps(t.to_json())
             return
-        from bf_assets.dataset.common import trial_key
-
         extra = self.dataset.coverage.trial_findings if self.dataset is not None else {}
         for i, t in enumerate(self.trials):
             yield final_json(
@@ -315,8 +169,6 @@ def review_roots(
     """Discover, review and assemble.  ``spill=True`` (the CLI) keeps slim reviews in
     memory and each trial's JSON on disk: read it back with ``ReviewReport.trial_json``;
     close the report when done."""
-    from bf_assets.dataset.assemble import assemble  # the dataset layer builds on this module
-
     opts = options or ReviewOptions()
     store: Spill | None = None
     if spill:
@@ -427,46 +279,3 @@ class _WalkReview:
             start = pending.pop(fut)  # a finished future holds its result: let it go
             for k, item in enumerate(fut.result()):
                 self.keep(start + k, item)
-
-
-def release_verdict(trials: Iterable[TrialReview]) -> str:
-    """Gate-level release verdict (coverage and publish checks refine it downstream)."""
-    ts = list(trials)
-    model = [t for t in ts if t.outcome != Outcome.ORACLE]
-    exportable = [t for t in model if t.verdict == Verdict.PUBLISHABLE and t.training_ready]
-    if not exportable:
-        return ReleaseVerdict.NOT_PUBLISHABLE.value
-    if len(exportable) < len(model):
-        return ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
-    return ReleaseVerdict.PUBLISHABLE.value
-
-
-def summarize(trials: Sequence[TrialReview]) -> dict[str, Any]:
-    checks: Counter[str] = Counter()
-    severities: Counter[str] = Counter()
-    for t in trials:
-        for f in t.findings:
-            checks[f.check] += 1
-            severities[f.severity] += 1
-    return {
-        "trials": len(trials),
-        "healthy": sum(t.healthy for t in trials),
-        "training_ready": sum(t.training_ready for t in trials),
-        "by_outcome": dict(sorted(Counter(t.outcome for t in trials).items())),
-        "by_verdict": dict(sorted(Counter(t.verdict for t in trials).items())),
-        "by_layout": dict(sorted(Counter(t.layout for t in trials).items())),
-        "by_attribution": dict(sorted(Counter(t.attribution for t in trials).items())),
-        "findings_by_check": dict(sorted(checks.items())),
-        "findings_by_severity": {s.value: severities.get(s.value, 0) for s in Severity},
-        "release_verdict": release_verdict(trials),
-    }
-
-
-def all_publishable(trials: Sequence[TrialReview]) -> bool:
-    """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
-    return bool(trials) and all(t.healthy and t.verdict == Verdict.PUBLISHABLE for t in trials)
-
-
-def ordered_findings(trials: Iterable[TrialReview]) -> list[tuple[TrialReview, Finding]]:
-    pairs = [(t, f) for t in trials for f in sort_findings(t.findings)]
-    return pairs

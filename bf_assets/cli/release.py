@@ -24,11 +24,11 @@ from typing import Any
 import orjson
 import pandas as pd
 
+from bf_assets.batch.inventory import cancel_prefetch, prefetch
 from bf_assets.ingest.discovery import discover_trials
-from bf_assets.inventory import cancel_prefetch, prefetch
-from bf_assets.review import ReviewOptions
+from bf_assets.review.options import ReviewOptions
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_RUNS = REPO_ROOT / "data" / "runs" / "jobs"
 DEFAULT_TASKS = REPO_ROOT / "data" / "runs" / "tasks"
 # The console shows warnings and errors; every event stays in the instance's run log.
@@ -194,11 +194,11 @@ def _release(
     ensure_instance_home()
     import dagster as dg
 
+    from bf_assets.dataset.reportfiles import write_report
     from bf_assets.definitions import build_defs
     from bf_assets.defs.partitions import job_partitions
     from bf_assets.defs.publish import PublishTarget
     from bf_assets.defs.resources import RunRoots
-    from bf_assets.reporting import write_report
 
     out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
     out.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ def write_report(
 ) -> tuple[Path, Path, str]:
     """Write ``review.md`` and ``review.json``; return their paths and the release verdict."""
     from bf_assets.dataset.assemble import assemble, report_markdown
-    from bf_assets.tables import reviews_from_frame
+    from bf_assets.review.tables import reviews_from_frame
 
     ds = assemble(
         reviews_from_frame(validated), plan_path=plan_path, quarantine_path=quarantine_path

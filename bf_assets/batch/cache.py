@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 # Kept light on purpose: ``bf-assets review --cache-dir`` consults the run-level entry
 # (bf_assets.runcache) before importing any review code.
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole bf_assets package
 FORMAT = 1
 
 
@@ -122,7 +122,7 @@ class ReviewCache:
         from bf_assets.findings import Finding
         from bf_assets.ingest.identity import Identity
         from bf_assets.ingest.scan import FileEntry
-        from bf_assets.review import TrialReview
+        from bf_assets.review.record import TrialReview
 
         if fp is None:
             return None

@@ -1,8 +1,8 @@
 """One read of each trial for both ingest tables: its review and its ``raw_trials`` row.
 
 ``review_with_inventory`` scans every trial once with its files hashed (the inventory needs
-the digests), builds the ``raw_trials`` row from that scan (``bf_assets.tables.read_row``,
-the same row ``raw_frame`` gives) and reviews the same scan (``bf_assets.review.review_data``,
+the digests), builds the ``raw_trials`` row from that scan (``bf_assets.review.tables.read_row``,
+the same row ``raw_frame`` gives) and reviews the same scan (``bf_assets.review.trial.review_data``,
 the review ``review_trial`` gives with ``hash_files=True``).  Large batches are spread over
 worker processes, like ``review_refs``.
 
@@ -20,20 +20,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bf_assets import review
+from bf_assets.batch import run as batch_run
+from bf_assets.batch.run import fork_pool, review_trial, worker_count
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.ingest.scan import scan_trial
-from bf_assets.review import (
-    TRIAL_ERRORS,
-    ReviewOptions,
-    TrialReview,
-    fork_pool,
-    review_data,
-    review_trial,
-    worker_count,
-)
-from bf_assets.tables import RAW_COLUMNS, frame, read_row, unreadable_raw_row
+from bf_assets.review.options import ReviewOptions
+from bf_assets.review.record import TRIAL_ERRORS, TrialReview
+from bf_assets.review.tables import RAW_COLUMNS, frame, read_row, unreadable_raw_row
+from bf_assets.review.trial import review_data
 
 Pair = tuple[TrialReview, dict[str, object]]
 
@@ -76,7 +71,7 @@ class _Batch:
 def _start(refs: Sequence[TrialRef], opts: ReviewOptions, workers: int) -> _Batch:
     clear_path_cache()
     pool = fork_pool(workers)
-    chunk = review.CHUNK  # read at call time (the review module's batch settings)
+    chunk = batch_run.CHUNK  # read at call time (the review module's batch settings)
     try:
         futures = [
             pool.submit(_chunk, refs[i : i + chunk], opts) for i in range(0, len(refs), chunk)

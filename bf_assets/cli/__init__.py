@@ -1,0 +1,1 @@
+"""The ``bf-assets`` command (``main``) and the release runner it drives (``release``)."""
