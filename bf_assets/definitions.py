@@ -9,27 +9,19 @@ environment variables are read when this module is imported.
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
 from bf_assets.defs.checks import publish_gate
 from bf_assets.defs.curate import curated_rollouts
 from bf_assets.defs.executors import select_executor
 from bf_assets.defs.ingest import raw_trials, validated_trials
-from bf_assets.defs.io_managers import ParquetIOManager
+from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.jobs import ingest_job, release_job
 from bf_assets.defs.publish import PublishTarget, published_dataset
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
+from bf_assets.defs.resources import RunRoots, warehouse_dir
 from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
-
-WAREHOUSE_ENV = "BF_WAREHOUSE"
-
-
-def warehouse_dir() -> str:
-    return os.environ.get(WAREHOUSE_ENV) or str(REPO_ROOT / "data" / "warehouse")
 
 
 def build_defs(
@@ -56,6 +48,7 @@ def build_defs(
             "run_roots": run_roots or RunRoots(),
             "publish_target": publish_target or PublishTarget(),
             "parquet_io_manager": ParquetIOManager(base_dir=warehouse or warehouse_dir()),
+            "dataset_io_manager": PickleIOManager(base_dir=warehouse or warehouse_dir()),
         },
     )
 

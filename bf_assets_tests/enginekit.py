@@ -17,7 +17,7 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, Reconstruc
 
 import bf_assets.definitions as definitions_module
 from bf_assets.defs.ingest import raw_trials, validated_trials
-from bf_assets.defs.io_managers import ParquetIOManager
+from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import REPO_ROOT, RunRoots
 from bf_assets.sample.generator import generate_corpus
@@ -45,6 +45,7 @@ def resource_config(jobs_root: Path, warehouse: Path) -> dict[str, Any]:
     return {
         "run_roots": {"config": {"roots": [str(jobs_root)]}},
         "parquet_io_manager": {"config": {"base_dir": str(warehouse)}},
+        "dataset_io_manager": {"config": {"base_dir": str(warehouse)}},
     }
 
 
@@ -53,6 +54,7 @@ def local_resources(jobs_root: Path, warehouse: Path, **run_roots: Any) -> dict[
     return {
         "run_roots": RunRoots(roots=[str(jobs_root)], **run_roots),
         "parquet_io_manager": ParquetIOManager(base_dir=str(warehouse)),
+        "dataset_io_manager": PickleIOManager(base_dir=str(warehouse)),
     }
 
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from trialkit import ROWS_FILE, Trial, healthy_spec
 
+from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanStats, clean_value, redact_stable, strip_host_paths
 from bf_assets.curate.rows import (
     CurationError,
@@ -22,7 +23,6 @@ from bf_assets.curate.rows import (
 )
 from bf_assets.curate.scan import scan_row, schema_problems
 from bf_assets.curate.schema import column_names
-from bf_assets.curate.select import Candidate
 from bf_assets.ingest.readers import ReadLimits
 
 SECRET = "sk-ant-api03-" + "Zx9" * 14

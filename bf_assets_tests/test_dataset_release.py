@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import compute_coverage
+from bf_assets.dataset.decide import decide_exports
 from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
-from bf_assets.dataset.release import assess_release, export_candidates, release_verdict
+from bf_assets.dataset.release import assess_release
 from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
 
@@ -39,8 +41,8 @@ def _run(reviews: list[TrialReview], plan: Any, entries: Sequence[QuarantineEntr
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
-    export = export_candidates(pairs, cov)
-    return assess_release(pairs, cov, len(export)), pairs, cov, export
+    decision = decide_exports([replace(r, verdict=v) for r, v in pairs], cov)
+    return assess_release(decision, cov), pairs, cov, decision.exported_keys()
 
 
 def test_clean_release_is_publishable() -> None:
@@ -48,9 +50,6 @@ def test_clean_release_is_publishable() -> None:
     a, pairs, cov, export = _run(rs, _plan())
     assert a.verdict == "publishable" and a.reasons == []
     assert len(export) == 2
-    assert release_verdict(pairs, cov, len(export)) == "publishable"
-    as_map = {trial_key(r): v for r, v in pairs}
-    assert release_verdict(as_map, cov, len(export), reviews=rs) == "publishable"
 
 
 def test_required_slot_missing_is_not_publishable() -> None:

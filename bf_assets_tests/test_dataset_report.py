@@ -5,17 +5,19 @@ from __future__ import annotations
 import base64
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from bf_assets.batch.run import review_roots
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
+from bf_assets.dataset.decide import decide_exports
 from bf_assets.dataset.parity import sandbox_parity
 from bf_assets.dataset.picture import COLORS, DUPLICATE_COLOR, coverage_svg, svg_data_uri
 from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
-from bf_assets.dataset.release import assess_release, export_candidates
+from bf_assets.dataset.release import assess_release
 from bf_assets.dataset.report import render_report
 from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
@@ -95,7 +97,7 @@ def _report(
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
-    a = assess_release(pairs, cov, len(export_candidates(pairs, cov)))
+    a = assess_release(decide_exports([replace(r, verdict=v) for r, v in pairs], cov), cov)
     md = render_report(
         reviews,
         cov,

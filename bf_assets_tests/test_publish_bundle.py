@@ -14,17 +14,27 @@ import yaml
 from test_curate_rows import HOST, SECRET, leaky_trial
 from trialkit import Trial, build_trial, healthy_spec, oracle_spec
 
-from bf_assets.curate.select import Candidate
-from bf_assets.publish.bundle import build_bundle
+from bf_assets.curate.candidate import Candidate
+from bf_assets.dataset.assemble import assemble
+from bf_assets.dataset.common import trial_key
+from bf_assets.publish.bundle import BundleOptions, bundle_reviews
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.targets import LocalFolderTarget, PublishError
-from bf_assets.publish.verify import VERDICT_CHECK, verify_bundle
+from bf_assets.publish.verify import VERDICT_CHECK, GateReport, verify_bundle
+from bf_assets.review.record import TrialReview
 
 LEAKS = (SECRET, "sk-ant-", "/home/alice", "/Users/bob", "file://", "reasoning_content")
 
 
-def cands(*trials: Trial) -> list[Candidate]:
-    return [Candidate.from_review(t.review()) for t in trials]
+def cands(*trials: Trial) -> list[TrialReview]:
+    return [t.review() for t in trials]
+
+
+def verify_reviews(path: Path, reviews: list[TrialReview]) -> GateReport:
+    """Verify a bundle against the dataset review of ``reviews`` (what the checks do)."""
+    ds = assemble(reviews)
+    ids = {trial_key(r): Candidate.from_review(r).rollout_id for r in ds.trials}
+    return verify_bundle(path, ds, ids)
 
 
 def files_of(root: Path) -> dict[str, bytes]:
@@ -51,7 +61,7 @@ def two_trials(runs_root: Path) -> list[Trial]:
 
 
 def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]) -> None:
-    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    b = bundle_reviews(cands(*two_trials), tmp_path / "staging")
     got = set(files_of(b.path))
     assert got == {
         "README.md",
@@ -60,9 +70,13 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
         "data/rollouts/train-00000-of-00001.parquet",
         "data/prime_sft/train-00000-of-00001.parquet",
         "data/trl_sft/train-00000-of-00001.parquet",
+        "report/review.md",  # the review that decided this release ships with it
+        "report/review.json",
     }
     assert b.rows == {"rollouts": 1, "prime_sft": 1, "trl_sft": 2}
-    assert b.verdict == "publishable_with_quarantines"  # the oracle lane is excluded
+    # the oracle lane is listed as excluded but is a probe, not held-out model data
+    assert {e.reason for e in b.excluded} == {"oracle"}
+    assert b.verdict == "publishable"
     assert b.path.name == b.digest[:16] and b.tag == f"release-{b.digest[:12]}"
     card = (b.path / "README.md").read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
@@ -90,27 +104,26 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
         assert sha256_file(b.path / f["path"]) == f["sha256"]
     sums = (b.path / CHECKSUMS_PATH).read_text()
     assert f"  {MANIFEST_PATH}\n" in sums
-    report = verify_bundle(b.path, cands(*two_trials))
+    report = verify_reviews(b.path, cands(*two_trials))
     assert report.ok, report.summary()
 
 
 def test_identical_input_gives_byte_identical_files(
     tmp_path: Path, two_trials: list[Trial]
 ) -> None:
-    first = build_bundle(cands(*two_trials), tmp_path / "a")
-    second = build_bundle(list(reversed(cands(*two_trials))), tmp_path / "b")
+    first = bundle_reviews(cands(*two_trials), tmp_path / "a")
+    second = bundle_reviews(list(reversed(cands(*two_trials))), tmp_path / "b")
     assert first.digest == second.digest
     assert files_of(first.path) == files_of(second.path)
-    again = build_bundle(cands(*two_trials), tmp_path / "a")
+    again = bundle_reviews(cands(*two_trials), tmp_path / "a")
     assert again.path == first.path and files_of(again.path) == files_of(second.path)
 
 
 def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) -> None:
-    from bf_assets.publish.bundle import BundleOptions
 
     trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(5)]
     opts = BundleOptions(configs=("rollouts",), row_group_rows=2, max_shard_bytes=1)
-    b = build_bundle(cands(*trials), tmp_path / "s", opts)
+    b = bundle_reviews(cands(*trials), tmp_path / "s", opts)
     shards = sorted(p for p in files_of(b.path) if p.startswith("data/"))
     # a shard closes after the row group that crosses its size bound: 2 + 2 + 1 rows
     assert shards == [f"data/rollouts/train-{i:05d}-of-00003.parquet" for i in range(3)]
@@ -122,7 +135,7 @@ def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) ->
 
 def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) -> None:
     datasets = pytest.importorskip("datasets")
-    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    b = bundle_reviews(cands(*two_trials), tmp_path / "staging")
     out = tmp_path / "published"
     LocalFolderTarget(out).publish(b.path, b.tag)
     cache = str(tmp_path / "hf-cache")
@@ -141,7 +154,7 @@ def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: P
     source = "\n".join(p.read_text(errors="replace") for p in trial.path.rglob("*") if p.is_file())
     for leak in LEAKS:
         assert leak in source  # really planted
-    b = build_bundle(cands(trial), tmp_path / "staging")
+    b = bundle_reviews(cands(trial), tmp_path / "staging")
     assert b.rows["rollouts"] == 1, b.excluded  # the trial is exported, not dropped
     assert b.stats.redactions and b.stats.banned_keys and b.stats.host_paths
     out = tmp_path / "published"
@@ -151,13 +164,13 @@ def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: P
         for leak in LEAKS:
             assert leak not in text, (root, leak)
     assert "[REDACTED:anthropic_key]" in published_text(out)
-    assert verify_bundle(b.path, cands(trial)).ok
+    assert verify_reviews(b.path, cands(trial)).ok
 
 
 def test_verify_catches_tampering_and_unlisted_files(
     tmp_path: Path, two_trials: list[Trial]
 ) -> None:
-    b = build_bundle(cands(*two_trials), tmp_path / "staging")
+    b = bundle_reviews(cands(*two_trials), tmp_path / "staging")
     bad = tmp_path / "bad"
     shutil.copytree(b.path, bad)
     (bad / "notes.txt").write_text(f"leftover {SECRET}")
@@ -172,17 +185,19 @@ def test_verify_catches_tampering_and_unlisted_files(
 
 def test_rows_not_selected_by_the_review_fail_not_ready(tmp_path: Path, runs_root: Path) -> None:
     old = build_trial(runs_root, rollout_id="aaaa0001")
-    b = build_bundle(cands(old), tmp_path / "s")
+    b = bundle_reviews(cands(old), tmp_path / "s")
     newer = healthy_spec(rollout_id="zzzz0002")
     newer.result.update(started_at="2027-01-01 00:00:00", finished_at="2027-01-01 00:01:15")
     newer_trial = newer.sync().write(runs_root)
-    report = verify_bundle(b.path, cands(old, newer_trial))
+    report = verify_reviews(b.path, cands(old, newer_trial))
     assert not report.passed("PUBLISH_NOT_READY")
-    assert "newest exportable attempt" in report.findings["PUBLISH_NOT_READY"][0].message
+    assert (
+        "not a trial the dataset review exports" in report.findings["PUBLISH_NOT_READY"][0].message
+    )
 
 
 def test_nothing_to_export_is_not_publishable(tmp_path: Path, runs_root: Path) -> None:
-    b = build_bundle(cands(oracle_spec().write(runs_root)), tmp_path / "s")
+    b = bundle_reviews(cands(oracle_spec().write(runs_root)), tmp_path / "s")
     assert b.rows["rollouts"] == 0 and b.verdict == "not_publishable"
     report = verify_bundle(b.path)
     assert report.passed("PUBLISH_SCHEMA") and not report.passed(VERDICT_CHECK)
@@ -192,10 +207,10 @@ def test_local_folder_is_idempotent_and_keeps_foreign_files(
     tmp_path: Path, runs_root: Path
 ) -> None:
     out = tmp_path / "published"
-    (out / "report").mkdir(parents=True)
-    (out / "report" / "review.md").write_text("kept")
+    (out / "notes").mkdir(parents=True)
+    (out / "notes" / "review.md").write_text("kept")
     t1 = build_trial(runs_root, rollout_id="aaaa0001")
-    b1 = build_bundle(cands(t1), tmp_path / "s")
+    b1 = bundle_reviews(cands(t1), tmp_path / "s")
     first = LocalFolderTarget(out).publish(b1.path, b1.tag)
     assert first.changed and first.verified
     stamp = {p: os.stat(out / p).st_mtime_ns for p in files_of(out)}
@@ -204,10 +219,10 @@ def test_local_folder_is_idempotent_and_keeps_foreign_files(
     assert {p: os.stat(out / p).st_mtime_ns for p in files_of(out)} == stamp
     (out / "data" / "rollouts" / "train-00009-of-00010.parquet").write_bytes(b"stale")
     t2 = healthy_spec(task="other-task").write(runs_root)
-    b2 = build_bundle(cands(t1, t2), tmp_path / "s")
+    b2 = bundle_reviews(cands(t1, t2), tmp_path / "s")
     assert LocalFolderTarget(out).publish(b2.path, b2.tag).changed
     assert not (out / "data" / "rollouts" / "train-00009-of-00010.parquet").exists()
-    assert (out / "report" / "review.md").read_text() == "kept"
+    assert (out / "notes" / "review.md").read_text() == "kept"
     assert files_of(out / "data") == files_of(b2.path / "data")
 
 
@@ -231,7 +246,7 @@ def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: 
     reviews = review_roots([root]).trials
     by_name = {t.ref.rollout: t for t in reviews}
     assert by_name["demo-task__aaaa1111"].verdict == "publishable"
-    b = build_bundle([Candidate.from_review(t) for t in reviews], tmp_path / "s")
+    b = bundle_reviews(reviews, tmp_path / "s")
     assert [r for _, r, _ in b.exported] == ["demo-task__aaaa1111"]
     assert {e.rollout: e.reason for e in b.excluded} == {
         "demo-task__bbbb2222": "rejected",
@@ -241,4 +256,4 @@ def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: 
     text = published_text(b.path)
     for leak in (*LEAKS, "/srv/bench", "zq-private-thought-zq"):
         assert leak not in text, leak
-    assert verify_bundle(b.path, [Candidate.from_review(t) for t in reviews]).ok
+    assert verify_reviews(b.path, reviews).ok

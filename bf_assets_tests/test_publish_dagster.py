@@ -64,6 +64,9 @@ def materialized(res: dg.ExecuteInProcessResult) -> set[str]:
     }
 
 
+DATASET_ASSETS = {"coverage", "sandbox_parity", "review_report"}
+
+
 def check_results(res: dg.ExecuteInProcessResult) -> dict[str, bool]:
     return {e.check_name: e.passed for e in res.get_asset_check_evaluations()}
 
@@ -71,12 +74,38 @@ def check_results(res: dg.ExecuteInProcessResult) -> dict[str, bool]:
 def test_definitions_wire_the_release(instance: dg.DagsterInstance) -> None:
     dg.Definitions.validate_loadable(defs)
     job = defs.resolve_job_def("release_job")
+    # the release materializes the dataset review it exports from: after a release every
+    # asset downstream of ingest is materialized and consistent
     assert job.asset_layer.executable_asset_keys == {
-        dg.AssetKey("curated_rollouts"),
-        dg.AssetKey("published_dataset"),
+        dg.AssetKey(k)
+        for k in (
+            "coverage",
+            "sandbox_parity",
+            "review_report",
+            "curated_rollouts",
+            "published_dataset",
+        )
     }
     assert job.tags.get("release") == "publish"
     graph = defs.resolve_asset_graph()
+    # curation reads the one decision, not the tables it was made from
+    assert graph.get(dg.AssetKey("curated_rollouts")).parent_keys == {
+        dg.AssetKey("review_report"),
+        dg.AssetKey("raw_trials"),
+    }
+    groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
+    assert groups == {
+        "raw_trials": "ingest",
+        "validated_trials": "gate",
+        "findings": "gate",
+        "skill_audit": "audit",
+        "trial_audits": "audit",
+        "coverage": "dataset",
+        "sandbox_parity": "dataset",
+        "review_report": "dataset",
+        "curated_rollouts": "curate",
+        "published_dataset": "publish",
+    }
     assert graph.get(dg.AssetKey("published_dataset")).pools == {"hf_hub"}
     checks = {
         k.name for k in graph.asset_check_keys if k.asset_key == dg.AssetKey("curated_rollouts")
@@ -97,7 +126,7 @@ def test_release_job_curates_checks_and_publishes(
     ingest(d, runs_root, instance)
     res = release(d, instance)
     assert res.success
-    assert materialized(res) == {"curated_rollouts", "published_dataset"}
+    assert materialized(res) == {*DATASET_ASSETS, "curated_rollouts", "published_dataset"}
     assert check_results(res) == dict.fromkeys(GATE_CHECK_NAMES, True)
     out = tmp_path / "published"
     assert (out / "data" / "rollouts" / "train-00000-of-00001.parquet").is_file()
@@ -109,7 +138,8 @@ def test_release_job_curates_checks_and_publishes(
         for e in res.get_asset_materialization_events()
         if e.materialization.asset_key == dg.AssetKey("published_dataset")
     ]
-    assert mat.metadata["release_verdict"].value == "publishable_with_quarantines"
+    # the oracle lane is a probe, not held-out model data: nothing model-made was excluded
+    assert mat.metadata["release_verdict"].value == "publishable"
     assert mat.metadata["tag"].value.startswith("release-")
     # unchanged input: the second release changes nothing
     again = release(d, instance)
@@ -141,7 +171,7 @@ def test_a_failing_check_blocks_publish_and_publish_alone_refuses(
     monkeypatch.setattr(rows, "Cleaner", Broken)
     res = release(d, instance)
     assert not res.success
-    assert materialized(res) == {"curated_rollouts"}
+    assert materialized(res) == {*DATASET_ASSETS, "curated_rollouts"}
     got = check_results(res)
     assert not got["PUBLISH_SECRET"] and not got["PUBLISH_HOST_PATH"]
     assert not got["PUBLISH_BANNED_KEY"] and not got["release_verdict_not_not_publishable"]
@@ -171,7 +201,7 @@ def test_nothing_to_export_blocks_the_release(
     d = make_defs(runs_root, tmp_path)
     ingest(d, runs_root, instance)
     res = release(d, instance)
-    assert not res.success and materialized(res) == {"curated_rollouts"}
+    assert not res.success and materialized(res) == {*DATASET_ASSETS, "curated_rollouts"}
     got = check_results(res)
     assert got.pop("release_verdict_not_not_publishable") is False
     assert all(got.values())
@@ -190,7 +220,12 @@ def test_partitions_of_other_roots_and_unmaterialized_ones_are_ignored(
 
 @pytest.mark.parametrize(("good", "code"), [(True, 0), (False, 3)], ids=["published", "blocked"])
 def test_cli_release_exit_codes(
-    tmp_path: Path, runs_root: Path, monkeypatch: pytest.MonkeyPatch, good: bool, code: int
+    tmp_path: Path,
+    runs_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    good: bool,
+    code: int,
 ) -> None:
     from bf_assets.cli.main import main
 
@@ -202,7 +237,14 @@ def test_cli_release_exit_codes(
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     out = tmp_path / "out"
     assert main(["release", "--runs", str(runs_root), "--out", str(out)]) == code
-    assert (out / "report" / "review.md").is_file()
+    printed = dict(
+        line.split(":", 1) for line in capsys.readouterr().out.splitlines() if ":" in line
+    )
+    report = Path(printed["review report"].strip())
+    assert report.is_file() and report.name == "review.md"
+    # published: the report is inside the release; blocked: nothing reaches --out, the
+    # report stays with the staged bundle that was refused
+    assert (report == out / "report" / "review.md") is good
     assert (out / "README.md").is_file() is good
 
 

@@ -16,8 +16,7 @@ import pytest
 from hubserver import HubServer
 from trialkit import build_trial, healthy_spec, oracle_spec
 
-from bf_assets.curate.select import Candidate
-from bf_assets.publish.bundle import Bundle, build_bundle
+from bf_assets.publish.bundle import Bundle, bundle_reviews
 from bf_assets.publish.hub import HubTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.targets import PublishError
@@ -105,9 +104,9 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Bundle, Bundle]:
     root.mkdir()
     staging = tmp_path_factory.mktemp("staging")
     first = [build_trial(root), oracle_spec().write(root)]
-    one = build_bundle([Candidate.from_review(t.review()) for t in first], staging)
+    one = bundle_reviews([t.review() for t in first], staging)
     second = [*first, healthy_spec(task="other-task").write(root)]
-    two = build_bundle([Candidate.from_review(t.review()) for t in second], staging)
+    two = bundle_reviews([t.review() for t in second], staging)
     return one, two
 
 

@@ -10,7 +10,6 @@ import pytest
 from enginekit import local_resources, materialize_partitions
 
 from bf_assets.batch.run import review_roots
-from bf_assets.defs import review as review_defs
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.review import dataset_review
 from bf_assets.review.options import ReviewOptions
@@ -30,7 +29,7 @@ def runs(tmp_path: Path) -> Path:
 def test_review_assets_match_the_cli(
     runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(review_defs, "REPORT_DIR", tmp_path / "reports")
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
     resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
     keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
     assert len(keys) == 2
@@ -51,14 +50,17 @@ def test_review_assets_match_the_cli(
         }
     cli = review_roots([runs], ReviewOptions(tasks_dir=str(SAMPLE_TASKS)))
     # Same per-trial verdicts as the CLI, and the same release verdict.
-    by_key = {(r["job"], r["rollout"]): r["verdict"] for r in report.to_dict(orient="records")}
+    by_key = {(t.ref.job_key, t.ref.rollout): t.verdict for t in report.trials}
     assert by_key == {(t.ref.job_key, t.ref.rollout): t.verdict for t in cli.trials}
+    # ... and the same export decision, trial by trial
+    assert report.exports == cli.dataset.exports
+    assert meta["review_report"]["exported"].value == cli.summary["exported"]
     assert meta["review_report"]["release_verdict"].value == cli.summary["release_verdict"]
     # The report follows checks.md's order and lands on disk.
     md = meta["review_report"]["report"].value
     order = [md.index(h) for h in ("Blockers", "Coverage", "Evidence", "Residual risk")]
     assert order == sorted(order)
-    assert (tmp_path / "reports" / "review.md").read_text() == md
+    assert (tmp_path / "wh" / "report" / "review.md").read_text() == md
     # Coverage: one row per observed slot, a picture in the metadata.
     assert isinstance(cov, pd.DataFrame) and len(cov) == cli.summary["coverage"]["expected"]
     assert "data:image/svg+xml;base64," in meta["coverage"]["matrix"].value

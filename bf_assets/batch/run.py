@@ -22,6 +22,7 @@ from bf_assets.batch.spill import Interner, Spill, final_json, slim
 from bf_assets.batch.summary import summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
+from bf_assets.dataset.decide import ExportDecision
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.review.options import ReviewOptions
@@ -73,23 +74,38 @@ class ReviewReport:
         }
 
     def trial_json(self) -> Iterator[bytes]:
-        """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order."""
+        """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order,
+        with its export decision (``exported``, ``export_reason``, ``export_detail``)."""
+        decision = self.dataset.decision if self.dataset is not None else None
         if self.spill is None:
             for t in self.trials:
-                yield orjson.dumps(t.to_json())
+                yield _with_decision(orjson.dumps(t.to_json()), decision, t)
             return
         extra = self.dataset.coverage.trial_findings if self.dataset is not None else {}
         for i, t in enumerate(self.trials):
-            yield final_json(
+            data = final_json(
                 self.spill.get(i),
                 extra.get(trial_key(t), []),
                 t.verdict,
                 self.spilled_verdicts[i],
             )
+            yield _with_decision(data, decision, t)
 
     def close(self) -> None:
         if self.spill is not None:
             self.spill.close()
+
+
+def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview) -> bytes:
+    """A trial's JSON object with its export decision appended (spliced before the closing
+    brace: the spilled bytes are not parsed again)."""
+    d = decision.get(trial_key(t)) if decision is not None else None
+    if d is None or not data.endswith(b"}"):
+        return data
+    fields = orjson.dumps(
+        {"exported": d.exported, "export_reason": d.reason, "export_detail": d.detail}
+    )
+    return data[:-1] + b"," + fields[1:]
 
 
 PARALLEL_MIN_TRIALS = 64

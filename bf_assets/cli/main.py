@@ -249,7 +249,10 @@ def _release(args: argparse.Namespace) -> int:
         quarantine=args.quarantine,
     )
     print(f"release verdict: {result.verdict}")
-    print(f"dataset folder:  {result.out_dir}")
+    if result.status == PUBLISHED:
+        print(f"dataset folder:  {result.out_dir}")
+    else:
+        print(f"dataset folder:  {result.out_dir} (unchanged: nothing was published)")
     if result.hub_url:
         print(f"hub dataset:     {result.hub_url} (commit {result.hub_commit}, tag {result.tag})")
     print(f"review report:   {result.report_md}")

@@ -4,9 +4,11 @@ Uses the project-local instance (``.dagster_home`` under the repo, SQLite, telem
 unless ``DAGSTER_HOME`` is set.  Registers one partition per job directory and runs
 ``ingest_job`` once over all of them (a partition range: one run per block of consecutive
 partitions, normally a single run; the Parquet IO manager still writes one file per
-partition), writes the review report (Markdown and JSON), then runs ``release_job`` on the
-same instance: ``curated_rollouts`` → the blocking publish checks →
-``published_dataset`` (local folder, and the Hub when ``--hub-repo`` is given).
+partition), then runs ``release_job`` on the same instance: the dataset review
+(``coverage``, ``sandbox_parity``, ``review_report``: the export decision and the report) →
+``curated_rollouts`` → the blocking publish checks → ``published_dataset`` (local folder,
+and the Hub when ``--hub-repo`` is given).  The review report ships inside the release
+(``<out>/report/``); a blocked release leaves it in the staged bundle.
 
 Outcome: ``published`` (exit 0), ``blocked`` by the publish gate (exit 3), ``error`` (exit 2:
 an ingest or publish step failed).
@@ -22,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pandas as pd
 
 from bf_assets.batch.inventory import cancel_prefetch, prefetch
+from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.review.options import ReviewOptions
 
@@ -81,9 +83,13 @@ def _release_outcome(res: Any) -> dict[str, Any]:
     for ev in res.get_asset_materialization_events():
         mat = ev.materialization
         meta = {k: _value(v) for k, v in mat.metadata.items()}
-        if mat.asset_key.to_user_string() == "curated_rollouts":
+        if mat.asset_key.to_user_string() == "review_report":
+            out["warehouse_report"] = meta.get("report_path")
             out["verdict"] = out["verdict"] or meta.get("release_verdict")
+        if mat.asset_key.to_user_string() == "curated_rollouts":
+            out["verdict"] = meta.get("release_verdict") or out["verdict"]
             out["tag"] = meta.get("tag")
+            out["bundle"] = meta.get("bundle")
         if mat.asset_key.to_user_string() == "published_dataset":
             out["published"] = True
             out["verdict"] = meta.get("release_verdict") or out["verdict"]
@@ -156,13 +162,9 @@ def run_release(
         cancel_prefetch()
 
 
-def _ingest(
-    job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]
-) -> tuple[pd.DataFrame, list[str]]:
-    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions): the
-    ``validated_trials`` table of the runs that succeeded, and the keys of those that
-    failed."""
-    validated: list[pd.DataFrame] = []
+def _ingest(job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]) -> list[str]:
+    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions); the
+    keys of the runs that failed."""
     failed: list[str] = []
     for block in partition_blocks(order, keys):
         res = job.execute_in_process(
@@ -174,9 +176,7 @@ def _ingest(
         )
         if not res.success:
             failed += block
-            continue
-        validated.append(res.asset_value("validated_trials"))
-    return (pd.concat(validated, ignore_index=True) if validated else pd.DataFrame()), failed
+    return failed
 
 
 def _release(
@@ -194,7 +194,6 @@ def _release(
     ensure_instance_home()
     import dagster as dg
 
-    from bf_assets.dataset.reportfiles import write_report
     from bf_assets.definitions import build_defs
     from bf_assets.defs.partitions import job_partitions
     from bf_assets.defs.publish import PublishTarget
@@ -217,11 +216,9 @@ def _release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    vdf, failed = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
-    md, js, verdict = write_report(
-        vdf, roots=roots, out_dir=out / "report", plan_path=plan, quarantine_path=quarantine
-    )
-    result = ReleaseResult(False, md, js, out, verdict, failed)
+    failed = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
+    md = out / REPORT_MD
+    result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:
         result.message = f"ingest failed for job(s): {', '.join(failed)}"
         return result
@@ -229,9 +226,16 @@ def _release(
         instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
     )
     outcome = _release_outcome(res)
+    if outcome["status"] != PUBLISHED:  # nothing was published: the report is where it was made
+        where = outcome.get("bundle") or None
+        if where:
+            result.report_md = Path(where) / REPORT_MD
+        elif outcome.get("warehouse_report"):
+            result.report_md = Path(outcome["warehouse_report"])
+        result.report_json = result.report_md.with_suffix(".json")
     result.status = outcome["status"]
     result.ok = result.status == PUBLISHED
-    result.verdict = outcome.get("verdict") or verdict
+    result.verdict = outcome.get("verdict") or result.verdict
     result.failed_checks = outcome["failed_checks"]
     result.tag = outcome.get("tag")
     result.hub_url = outcome.get("hub_url")

@@ -1,107 +1,50 @@
-"""Candidates from the warehouse tables (what the Dagster shell hands to curation).
+"""Candidates for the trials the dataset review exports, from the warehouse tables (what
+the Dagster shell hands to curation).
 
-``validated_trials`` and ``raw_trials`` arrive as ``{partition_key: DataFrame}`` for every
-registered job partition.  Only the jobs that exist under the configured run roots right now
-are used (a partition of another run root, or of a deleted job directory, is ignored), and
-each trial's directory comes from discovery under those roots, never from a stored path.
+Nothing is selected here: the trials are the dataset review's exported ones.  Each one's
+artifact hashes come from its ``raw_trials`` inventory (so ``rollout_id`` is the digest of
+the files as they were reviewed), and its directory is its run root joined with its path,
+used only when that root is one of the configured run roots.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 import pandas as pd
 
-from bf_assets.curate.select import Candidate
-from bf_assets.ingest.discovery import discover
+from bf_assets.curate.candidate import Candidate, inventory_hashes
+from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.common import TrialKey, trial_key
 
 
-@dataclass(slots=True)
-class TableCandidates:
-    candidates: list[Candidate] = field(default_factory=list)
-    not_ingested: list[str] = field(default_factory=list)  # jobs under the roots without a table
-    ignored_partitions: list[str] = field(
-        default_factory=list
-    )  # tables of jobs not under the roots
-    missing_trials: list[str] = field(default_factory=list)  # rows whose directory is gone
-    unreviewed: list[str] = field(default_factory=list)  # trials of ingested jobs with no row
-    dataset_verdict: str | None = None  # the dataset-level release verdict (coverage, plan)
-    dataset_reasons: list[str] = field(default_factory=list)  # why it is not publishable
+def _norm(root: str) -> str:
+    return str(Path(root).resolve()) if root else root
 
 
-def _records(df: pd.DataFrame | None) -> list[dict[str, Any]]:
-    if df is None or df.empty:
-        return []
-    return df.astype(object).where(df.notna(), None).to_dict(orient="records")
-
-
-def apply_dataset_review(
-    found: TableCandidates,
-    validated: Mapping[str, pd.DataFrame],
-    *,
-    plan_path: str | None = None,
-    quarantine_path: str | None = None,
-) -> None:
-    """Effective verdicts (manual quarantine, coverage findings such as a failed oracle lane)
-    and the dataset-level release verdict (required slots, coverage floor) of
-    ``bf_assets.dataset.assemble``, applied to the candidates in place."""
-    from bf_assets.dataset.assemble import assemble
-    from bf_assets.review.tables import reviews_from_frame
-
-    skip = set(found.ignored_partitions)
-    frames = [df for k, df in sorted(validated.items()) if k not in skip and not df.empty]
-    if not frames:
-        return
-    reviews = reviews_from_frame(pd.concat(frames, ignore_index=True))
-    ds = assemble(reviews, plan_path=plan_path, quarantine_path=quarantine_path)
-    effective = {(t.ref.job_key, t.ref.rollout): t for t in ds.trials}
-    for c in found.candidates:
-        t = effective.get(c.key)
-        if t is not None:
-            c.verdict = str(t.verdict)
-            c.findings = [f.to_dict() for f in t.findings]
-    found.dataset_verdict = ds.release_verdict
-    found.dataset_reasons = [
-        r.text() if callable(r.text) else str(r.text) for r in ds.assessment.decisive()
-    ]
-
-
-def candidates_from_tables(
-    roots: Sequence[str],
-    validated: Mapping[str, pd.DataFrame],
-    raw: Mapping[str, pd.DataFrame] | None = None,
-    *,
-    dataset_review: bool = True,
-    plan_path: str | None = None,
-    quarantine_path: str | None = None,
-) -> TableCandidates:
-    """Candidates of the jobs under ``roots``; with ``dataset_review`` their verdicts are the
-    effective ones of the dataset review (quarantine, coverage)."""
-    out = TableCandidates()
-    refs = {(t.job_key, t.rel_path): t for t in discover(roots).trials}
-    jobs = {job for job, _ in refs}
-    raw = raw or {}
-    for key in sorted(validated):
-        if key not in jobs:
-            out.ignored_partitions.append(key)
+def exported_candidates(
+    ds: DatasetReview, raw: Mapping[str, pd.DataFrame], roots: Sequence[str]
+) -> dict[TrialKey, Candidate]:
+    """A :class:`Candidate` for each exported trial whose ``raw_trials`` row exists and
+    whose run root is configured; the others are left out (curation records them as a
+    curation error: their files are not available)."""
+    allowed = {_norm(r) for r in roots}
+    wanted = set(ds.exports)
+    jobs = {job for job, _ in wanted}
+    files: dict[tuple[str, str], str] = {}
+    for key, df in raw.items():
+        if key not in jobs or df is None or df.empty:
             continue
-        raw_rows = {(r["job"], r["path"]): r for r in _records(raw.get(key))}
-        rows = _records(validated[key])
-        reviewed = {(r["job"], r["path"]) for r in rows}
-        out.unreviewed += sorted(f"{j}/{p}" for j, p in refs if j == key and (j, p) not in reviewed)
-        for row in rows:
-            ref = refs.get((row["job"], row["path"]))
-            if ref is None:
-                out.missing_trials.append(f"{row['job']}/{row['path']}")
-                continue
-            out.candidates.append(
-                Candidate.from_tables(
-                    row, raw_rows.get((row["job"], row["path"])), ref.path, ref.root
-                )
-            )
-    out.not_ingested = sorted(jobs - set(validated))
-    if dataset_review:
-        apply_dataset_review(out, validated, plan_path=plan_path, quarantine_path=quarantine_path)
+        for job, path, inv in zip(df["job"], df["path"], df["files"], strict=True):
+            files[(str(job), str(path))] = inv
+    out: dict[TrialKey, Candidate] = {}
+    for t in ds.trials:
+        key = trial_key(t)
+        if key not in wanted or _norm(t.ref.root) not in allowed:
+            continue
+        inv = files.get((t.ref.job_key, t.ref.rel_path))
+        if inv is None:
+            continue
+        out[key] = Candidate.from_review(t, files=inventory_hashes(inv))
     return out

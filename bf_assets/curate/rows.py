@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
+from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import Cleaner, CleanStats
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE
-from bf_assets.curate.select import Candidate
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
 from bf_assets.review.record import TrialReview

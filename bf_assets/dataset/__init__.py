@@ -3,19 +3,15 @@ the release verdict, the coverage picture and the report (``checks.md`` §2 data
 
 Typical use::
 
-    reviews = review_roots(roots).trials
-    plan = load_plan("plan.yaml")                      # or None
-    cov = compute_coverage(reviews, plan, oracle_rewards={...})
-    applied = apply_quarantine(reviews, load_quarantine("quarantine.yaml"))
-    verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
-    pairs_ = [(r, verdicts[trial_key(r)]) for r in reviews]
-    export = export_candidates(pairs_, cov)
-    verdict = release_verdict(pairs_, cov, len(export))
-    md = render_report(reviews, cov, sandbox_parity(reviews), applied, verdict, roots, cmd)
+    ds = assemble(reviews, plan_path="plan.yaml", quarantine_path="quarantine.yaml")
+    ds.decision.exported          # the one export decision every output is a view of
+    ds.release_verdict, ds.assessment.decisive()
+    md = report_markdown(ds, roots)
 """
 
 from bf_assets.dataset.common import Cell, TrialKey, trial_key
 from bf_assets.dataset.coverage import Coverage, SlotRow, compute_coverage
+from bf_assets.dataset.decide import Decision, ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityPair, ParityReport, ParityRow, sandbox_parity
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.plan import Plan, PlanError, PlannedCell, PlanSource, load_plan, parse_plan
@@ -29,18 +25,14 @@ from bf_assets.dataset.quarantine import (
     parse_quarantine,
     unmatched_entries,
 )
-from bf_assets.dataset.release import (
-    ReleaseAssessment,
-    ReleaseReason,
-    assess_release,
-    export_candidates,
-    release_verdict,
-)
+from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import render_report
 
 __all__ = [
     "Cell",
     "Coverage",
+    "Decision",
+    "ExportDecision",
     "ParityPair",
     "ParityReport",
     "ParityRow",
@@ -60,12 +52,11 @@ __all__ = [
     "coverage_svg",
     "effective_verdict",
     "effective_verdicts",
-    "export_candidates",
+    "decide_exports",
     "load_plan",
     "load_quarantine",
     "parse_plan",
     "parse_quarantine",
-    "release_verdict",
     "render_report",
     "sandbox_parity",
     "svg_data_uri",

@@ -15,6 +15,7 @@ from typing import Any
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
+from bf_assets.dataset.decide import ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityReport, sandbox_parity
 from bf_assets.dataset.plan import Plan, load_plan
 from bf_assets.dataset.quarantine import (
@@ -23,12 +24,7 @@ from bf_assets.dataset.quarantine import (
     effective_verdicts,
     load_quarantine,
 )
-from bf_assets.dataset.release import (
-    ReleaseAssessment,
-    ReleaseReason,
-    assess_release,
-    export_candidates,
-)
+from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import render_report
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
@@ -44,9 +40,26 @@ class DatasetReview:
     entries: list[QuarantineEntry]
     assessment: ReleaseAssessment
     release_verdict: str
-    exports: list[TrialKey] = field(default_factory=list)
+    decision: ExportDecision = field(default_factory=ExportDecision)
     plan: Plan | None = None
+    not_ingested: list[str] = field(default_factory=list)  # jobs found but not yet reviewed
     _parity: ParityReport | None = None
+
+    @property
+    def exports(self) -> list[TrialKey]:
+        """The exported trials, in review order (``decision`` says why each other is not)."""
+        return self.decision.exported_keys()
+
+    def with_curation(self, outcomes: dict[TrialKey, tuple[str, str]]) -> DatasetReview:
+        """This review after curation excluded some of the trials it was handed: the
+        decision, the assessment and the release verdict follow (``ExportDecision.with_curation``)."""
+        if not outcomes:
+            return self
+        decision = self.decision.with_curation(outcomes)
+        assessment = assess_release(decision, self.coverage)
+        return replace(
+            self, decision=decision, assessment=assessment, release_verdict=assessment.verdict
+        )
 
     @property
     def parity(self) -> ParityReport:
@@ -65,7 +78,10 @@ class DatasetReview:
                 "below_floor": cov.below_floor,
             },
             "quarantine_entries": len(self.entries),
-            "exported": len(self.exports),
+            "exported": len(self.decision.exported),
+            "excluded_by_reason": {
+                k: v for k, v in self.decision.counts().items() if k != "exported"
+            },
             "release_verdict": self.release_verdict,
             "release_reasons": reason_lines(self.assessment.decisive()),
         }
@@ -132,9 +148,8 @@ def assemble(
         merged.append(
             replace(r, findings=sort_findings([*r.findings, *extra]), verdict=verdicts[key])
         )
-    pairs = [(r, r.verdict) for r in merged]
-    exports = export_candidates(pairs, cov)
-    assessment = assess_release(pairs, cov, len(exports))
+    decision = decide_exports(merged, cov)
+    assessment = assess_release(decision, cov)
     return DatasetReview(
         trials=merged,
         coverage=cov,
@@ -142,7 +157,7 @@ def assemble(
         entries=list(entries),
         assessment=assessment,
         release_verdict=assessment.verdict,
-        exports=exports,
+        decision=decision,
         plan=plan,
     )
 
@@ -151,10 +166,13 @@ def report_markdown(
     ds: DatasetReview,
     roots: Sequence[str],
     *,
+    tasks_dir: str | None = None,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
 ) -> str:
     cmd = ["bf-assets", "review", *roots]
+    if tasks_dir:
+        cmd += ["--tasks", tasks_dir]
     if plan_path:
         cmd += ["--plan", plan_path]
     if quarantine_path:
@@ -170,4 +188,5 @@ def report_markdown(
         verdicts={trial_key(r): r.verdict for r in ds.trials},
         assessment=ds.assessment,
         entries=ds.entries,
+        decision=ds.decision,
     )

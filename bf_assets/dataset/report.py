@@ -20,6 +20,7 @@ from bf_assets.dataset.coverage import (
     Coverage,
     SlotRow,
 )
+from bf_assets.dataset.decide import ExportDecision
 from bf_assets.dataset.parity import ParityReport
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
@@ -318,6 +319,25 @@ def _evidence(
     return "\n".join(parts)
 
 
+def _export(decision: ExportDecision) -> str:
+    """The export decision: how many trials are exported, and each excluded one with why."""
+    exported = decision.exported
+    excluded = decision.excluded
+    counts = Counter(d.reason for d in excluded)
+    parts = [
+        f"\n### Export\n\n**{len(exported)}** trials exported; {len(excluded)} excluded"
+        + (": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else "")
+        + ".\n"
+    ]
+    parts.append(
+        _table(
+            ["trial", "reason", "detail"],
+            [(show_key(d.key), d.reason, d.detail) for d in excluded],
+        )
+    )
+    return "\n".join(parts) + "\n"
+
+
 def _residual(
     coverage: Coverage, reviews: Sequence[TrialReview], parity: ParityReport | None
 ) -> str:
@@ -366,6 +386,7 @@ def render_report(
     assessment: ReleaseAssessment | None = None,
     entries: Sequence[QuarantineEntry] = (),
     title: str = "bf-assets dataset review",
+    decision: ExportDecision | None = None,
 ) -> str:
     """The report.  ``verdicts`` defaults to the effective verdicts after ``quarantine`` and
     the coverage findings; ``assessment`` (from ``assess_release``) explains the verdict;
@@ -377,7 +398,8 @@ def render_report(
     sections = [
         f"# {title}\n",
         _blockers(reviews, coverage, parity),
-        _coverage(coverage, verdicts, applied, reviews),
+        _coverage(coverage, verdicts, applied, reviews)
+        + (_export(decision) if decision is not None else ""),
         _evidence(reviews, roots, command, parity, verdicts, unmatched),
         _residual(coverage, reviews, parity),
         f"## Verdict\n\n**{release_verdict}**\n",

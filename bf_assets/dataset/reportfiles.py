@@ -1,46 +1,92 @@
-"""The review report files (Markdown and JSON) of a release build.
+"""The review report files (``report/review.md`` and ``report/review.json``) of a dataset
+review.
 
-The report itself is rendered by the dataset layer (``bf_assets.dataset.report``) in the
-order ``checks.md`` §3 prescribes: Blockers, Coverage, Evidence, Residual risk, verdict.
-This module writes it next to the dataset, from the ``validated_trials`` table, so the
-release build, the ``review_report`` asset and ``bf-assets review`` report the same thing.
+One function writes them for every caller: the release bundle (cleaned like the export rows,
+so the report that ships with a release leaks nothing) and the warehouse copy the Dagster UI
+links to.  The report itself is rendered by :func:`bf_assets.dataset.assemble.report_markdown`
+in the order ``checks.md`` §3 prescribes; the JSON holds the summary and every trial with its
+export decision.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
-import pandas as pd
+
+from bf_assets.dataset.assemble import DatasetReview, report_markdown
+from bf_assets.dataset.common import trial_key
+
+REPORT_DIR = "report"
+REPORT_MD = f"{REPORT_DIR}/review.md"
+REPORT_JSON = f"{REPORT_DIR}/review.json"
 
 
-def write_report(
-    validated: pd.DataFrame,
-    *,
-    roots: Sequence[str],
-    out_dir: Path,
-    plan_path: str | None = None,
-    quarantine_path: str | None = None,
-) -> tuple[Path, Path, str]:
-    """Write ``review.md`` and ``review.json``; return their paths and the release verdict."""
-    from bf_assets.dataset.assemble import assemble, report_markdown
-    from bf_assets.review.tables import reviews_from_frame
+@dataclass(frozen=True, slots=True)
+class ReportContext:
+    """What the report's "Reproduce" command needs: the run roots and the review inputs."""
 
-    ds = assemble(
-        reviews_from_frame(validated), plan_path=plan_path, quarantine_path=quarantine_path
-    )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    md, js = out_dir / "review.md", out_dir / "review.json"
-    md.write_text(
-        report_markdown(ds, roots, plan_path=plan_path, quarantine_path=quarantine_path),
-        encoding="utf-8",
-    )
-    payload = {
+    roots: Sequence[str] = field(default_factory=tuple)
+    tasks_dir: str | None = None
+    plan_path: str | None = None
+    quarantine_path: str | None = None
+
+
+def report_payload(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
+    trials = []
+    for t in ds.trials:
+        row = t.to_json()
+        d = ds.decision.get(trial_key(t))
+        if d is not None:
+            row["exported"] = d.exported
+            row["export_reason"] = d.reason
+            row["export_detail"] = d.detail
+        trials.append(row)
+    return {
         "release_verdict": ds.release_verdict,
-        "roots": list(roots),
+        "roots": list(ctx.roots),
         "summary": ds.summary(),
-        "trials": [t.to_json() for t in ds.trials],
+        "trials": trials,
     }
-    js.write_bytes(orjson.dumps(payload, option=orjson.OPT_INDENT_2, default=str))
-    return md, js, ds.release_verdict
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def report_files(
+    ds: DatasetReview, out_dir: str | Path, ctx: ReportContext, *, clean: bool
+) -> tuple[Path, Path]:
+    """Write ``<out_dir>/report/review.md`` and ``review.json`` (each atomically); with
+    ``clean`` every value is cleaned like an export row (secrets, host paths, banned keys)."""
+    md = report_markdown(
+        ds,
+        list(ctx.roots),
+        tasks_dir=ctx.tasks_dir,
+        plan_path=ctx.plan_path,
+        quarantine_path=ctx.quarantine_path,
+    )
+    payload: Any = report_payload(ds, ctx)
+    if clean:
+        from bf_assets.curate.clean import clean_value
+
+        md = clean_value(md)
+        payload = clean_value(payload)
+    out = Path(out_dir)
+    md_path, js_path = out / REPORT_MD, out / REPORT_JSON
+    _atomic_write(md_path, md.encode("utf-8"))
+    _atomic_write(js_path, orjson.dumps(payload, option=orjson.OPT_INDENT_2, default=str))
+    return md_path, js_path

@@ -15,6 +15,7 @@ import pandas as pd
 
 from bf_assets.contract import CHECKS
 from bf_assets.curate.scan import PUBLISH_CHECKS
+from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.publish import ALL_PARTITIONS, load_candidates, verified_index
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
@@ -30,15 +31,16 @@ GATE_CHECK_NAMES = (*PUBLISH_CHECKS, VERDICT_CHECK)
 def gate_report(
     run_roots: RunRoots,
     curated_rollouts: pd.DataFrame,
-    validated_trials: dict[str, pd.DataFrame],
+    review_report: DatasetReview,
     raw_trials: dict[str, pd.DataFrame],
     run_id: str | None = None,
 ) -> GateReport:
-    """The bundle verification, computed once per bundle and input tables in a process (the
-    six checks and ``published_dataset`` share it; with the in-process executor the bundle
-    is scanned once and the candidates are built once per run)."""
-    found = load_candidates(run_roots, validated_trials, raw_trials, run_id=run_id)
-    return verified_index(curated_rollouts, found)[2]
+    """The bundle verification against the dataset review's decision, computed once per
+    bundle, decision and input tables in a process (the six checks and
+    ``published_dataset`` share it; with the in-process executor the bundle is scanned
+    once and the candidates are built once per run)."""
+    found = load_candidates(run_roots, review_report, raw_trials, run_id=run_id)
+    return verified_index(curated_rollouts, review_report, found)[2]
 
 
 def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:
@@ -67,7 +69,7 @@ def _gate_check(name: str) -> dg.AssetChecksDefinition:
         blocking=True,
         description=DESCRIPTIONS[name],
         additional_ins={
-            "validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
+            "review_report": dg.AssetIn(),
             "raw_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
         },
     )
@@ -75,11 +77,11 @@ def _gate_check(name: str) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext,
         run_roots: RunRoots,
         curated_rollouts: pd.DataFrame,
-        validated_trials: dict[str, pd.DataFrame],
+        review_report: DatasetReview,
         raw_trials: dict[str, pd.DataFrame],
     ) -> dg.AssetCheckResult:
         report = gate_report(
-            run_roots, curated_rollouts, validated_trials, raw_trials, context.run.run_id
+            run_roots, curated_rollouts, review_report, raw_trials, context.run.run_id
         )
         return check_result(name, report)
 

@@ -1,17 +1,17 @@
 """The curation stage: ``curated_rollouts`` (unpartitioned, over every job partition).
 
-The asset reads ``validated_trials`` and ``raw_trials`` of all registered partitions
-(``allow_missing_partitions``: a partition registered but never materialized is skipped and
-reported, not a crash; the IO manager always hands over a ``{partition: DataFrame}`` dict,
-see ``io_managers.py``), builds the release bundle with the core
-(``bf_assets.publish.bundle.build_bundle``, which writes the shards itself) and returns a
-small index table, one row per bundle file, so the checks and ``published_dataset`` find the
+The asset reads the dataset review (``review_report``: the one export decision) and the
+``raw_trials`` inventories of all registered partitions (for each exported trial's file
+hashes), builds the release bundle with the core (``bf_assets.publish.bundle.build_bundle``,
+which writes the shards, the card, the report and the manifest itself) and returns a small
+index table, one row per bundle file, so the checks and ``published_dataset`` find the
 bundle by path.  The training rows never travel through the IO manager.
 """
 
 import dagster as dg
 import pandas as pd
 
+from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
 from bf_assets.defs.resources import RunRoots
@@ -49,7 +49,7 @@ def bundle_index(bundle: Bundle) -> pd.DataFrame:
 
 @dg.asset(
     ins={
-        "validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
+        "review_report": dg.AssetIn(),
         "raw_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
     },
     io_manager_key=PARQUET_IO,
@@ -60,25 +60,22 @@ def curated_rollouts(
     context: dg.AssetExecutionContext,
     run_roots: RunRoots,
     publish_target: PublishTarget,
-    validated_trials: dict[str, pd.DataFrame],
+    review_report: DatasetReview,
     raw_trials: dict[str, pd.DataFrame],
 ) -> dg.Output[pd.DataFrame]:
     """The exported training rows, cleaned, as a release bundle (Parquet shards per config,
-    card, manifest) on disk; the value is the bundle's file index."""
-    found = load_candidates(
-        run_roots, validated_trials, raw_trials, context.log, run_id=context.run.run_id
-    )
+    card, report, manifest) on disk; the value is the bundle's file index."""
+    candidates = load_candidates(run_roots, review_report, raw_trials, run_id=context.run.run_id)
     bundle = build_bundle(
-        found.candidates,
+        review_report,
+        candidates,
         publish_target.staging_dir,
         publish_target.bundle_options(run_roots.plan_path),
-        not_ingested=[*found.not_ingested, *found.unreviewed],
-        dataset_verdict=found.dataset_verdict,
-        dataset_reasons=found.dataset_reasons,
+        report=run_roots.report_context(),
+        not_ingested=review_report.not_ingested,
     )
-    by_reason: dict[str, int] = {}
-    for e in bundle.excluded:
-        by_reason[e.reason] = by_reason.get(e.reason, 0) + 1
+    final = bundle.dataset
+    by_reason = final.decision.counts() if final is not None else {}
     excluded_md = (
         pd.DataFrame([e.to_dict() for e in bundle.excluded])
         .loc[:, ["job", "rollout", "outcome", "reason", "detail"]]
@@ -91,13 +88,17 @@ def curated_rollouts(
         bundle_index(bundle),
         metadata={
             "dagster/row_count": dg.MetadataValue.int(len(bundle.files)),
+            "exported": dg.MetadataValue.int(len(bundle.exported)),
             "bundle": dg.MetadataValue.path(str(bundle.path)),
             "tag": dg.MetadataValue.text(bundle.tag),
             "digest": dg.MetadataValue.text(bundle.digest),
             "release_verdict": dg.MetadataValue.text(bundle.verdict),
             "rows": dg.MetadataValue.json(bundle.rows),
-            "excluded_by_reason": dg.MetadataValue.json(dict(sorted(by_reason.items()))),
+            "excluded_by_reason": dg.MetadataValue.json(
+                {k: v for k, v in by_reason.items() if k != "exported"}
+            ),
             "excluded": dg.MetadataValue.md(excluded_md),
+            "report": dg.MetadataValue.path(str(bundle.path / "report" / "review.md")),
             "cleaning": dg.MetadataValue.json(bundle.stats.to_dict()),
         },
     )

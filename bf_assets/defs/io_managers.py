@@ -24,6 +24,7 @@ Within one run a local file is parsed once: later loads of the unchanged file re
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -227,3 +228,42 @@ class ParquetIOManager(dg.ConfigurableIOManagerFactory):
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetUPathIOManager:
         return ParquetUPathIOManager(base_path=UPath(self.base_dir))
+
+
+class PickleUPathIOManager(dg.UPathIOManager):
+    """Stores a Python object (the dataset review) as a pickle under ``base_path``; within
+    one run an unchanged local file is unpickled once (curation, the six checks and the
+    publish step all read the same review)."""
+
+    extension: str = ".pickle"
+
+    def __init__(self, base_path: UPath | None = None) -> None:
+        super().__init__(base_path=base_path)
+        self._loaded: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+    def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
+        self._loaded.pop(str(path), None)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with tmp.open("wb") as fh:
+            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        tmp.rename(path)
+
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
+        sig = _local_signature(path)
+        hit = self._loaded.get(str(path))
+        if sig is not None and hit is not None and hit[0] == sig:
+            return hit[1]
+        with path.open("rb") as fh:
+            obj = pickle.load(fh)  # noqa: S301 (our own warehouse file, written by dump_to_path)
+        if sig is not None:
+            self._loaded = {str(path): (sig, obj)}
+        return obj
+
+
+class PickleIOManager(dg.ConfigurableIOManagerFactory):
+    """Pickles under ``base_dir``: a local path or an fsspec URL."""
+
+    base_dir: str
+
+    def create_io_manager(self, context: dg.InitResourceContext) -> PickleUPathIOManager:
+        return PickleUPathIOManager(base_path=UPath(self.base_dir))

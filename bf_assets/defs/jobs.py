@@ -13,7 +13,7 @@ ingest_job = dg.define_asset_job(
     "a range of them in one run (a single-run backfill, bf-assets release).",
 )
 
-# The release: curation over every ingested partition, the blocking publish checks of
+# The release: the dataset review and curation over every ingested partition, the blocking publish checks of
 # ``checks.py`` (included because they check a selected asset) and the publish step, in one
 # run, so a failing check stops the publish step of the same run.  Ingest runs before it:
 # per partition (the sensor) or over a range of partitions in one run (a backfill,
@@ -21,7 +21,10 @@ ingest_job = dg.define_asset_job(
 # ``dagster.yaml`` (one release at a time).
 release_job = dg.define_asset_job(
     "release_job",
-    selection=dg.AssetSelection.assets("curated_rollouts", "published_dataset"),
+    selection=dg.AssetSelection.assets(
+        "coverage", "sandbox_parity", "review_report", "curated_rollouts", "published_dataset"
+    ),
     tags={"release": "publish"},
-    description="Curate every ingested job, run the blocking publish checks, then publish.",
+    description="Review the dataset (coverage, parity, the export decision and the report) over "
+    "every ingested job, curate what it exports, run the blocking publish checks, then publish.",
 )

@@ -16,10 +16,13 @@ import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from bf_assets.curate.frames import TableCandidates, candidates_from_tables
+from bf_assets.curate.candidate import Candidate
+from bf_assets.curate.frames import exported_candidates
 from bf_assets.curate.scan import SCHEMA
+from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.io_managers import SOURCE_ATTR
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
+from bf_assets.defs.resources import REPO_ROOT, RunRoots, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
 from bf_assets.publish.manifest import MANIFEST_PATH
@@ -42,10 +45,7 @@ def default_staging_dir() -> str:
     ``data/warehouse/staging``: bundles are derived data, like the warehouse tables."""
     if os.environ.get(STAGING_DIR_ENV):
         return os.environ[STAGING_DIR_ENV]
-    warehouse = os.environ.get("BF_WAREHOUSE") or str(REPO_ROOT / "data" / "warehouse")
-    if "://" in warehouse and not warehouse.startswith("file://"):
-        return str(REPO_ROOT / "data" / "staging")
-    return str(Path(warehouse.removeprefix("file://")) / "staging")
+    return str(local_warehouse() / "staging")
 
 
 class PublishTarget(dg.ConfigurableResource):
@@ -112,54 +112,39 @@ def _sources(frames: dict[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | N
     return tuple(out)
 
 
-_CANDIDATES: dict[tuple[object, ...], TableCandidates] = {}
+_CANDIDATES: dict[tuple[object, ...], dict[TrialKey, Candidate]] = {}
 _CANDIDATES_LOCK = threading.Lock()
 
 
 def load_candidates(
     run_roots: RunRoots,
-    validated: dict[str, pd.DataFrame],
+    dataset: DatasetReview,
     raw: dict[str, pd.DataFrame],
-    log: dg.DagsterLogManager | None = None,
     *,
     run_id: str | None = None,
-) -> TableCandidates:
-    """The curation candidates of the tables (``curate.frames.candidates_from_tables``).
+) -> dict[TrialKey, Candidate]:
+    """A candidate for each trial the dataset review exports (``curate.frames``).
 
-    With ``run_id``, computed once per run and per table files (the asset, its six checks
-    and ``published_dataset`` share it when they run in one process): the key is the run,
-    the run roots' settings and the file each table was parsed from."""
-    v_src, r_src = _sources(validated), _sources(raw)
+    With ``run_id``, computed once per run, review and table files (the asset, its six
+    checks and ``published_dataset`` share it when they run in one process)."""
+    r_src = _sources(raw)
     key: tuple[object, ...] | None = None
-    if run_id is not None and v_src is not None and r_src is not None:
-        key = (run_id, run_roots.model_dump_json(), v_src, r_src)
+    if run_id is not None and r_src is not None:
+        key = (run_id, run_roots.model_dump_json(), id(dataset), r_src)
     with _CANDIDATES_LOCK:
         found = _CANDIDATES.get(key) if key is not None else None
     if found is None:
-        found = candidates_from_tables(
-            run_roots.existing_roots(),
-            validated,
-            raw,
-            plan_path=run_roots.plan_path,
-            quarantine_path=run_roots.quarantine_path,
-        )
+        found = exported_candidates(dataset, raw, run_roots.roots)
         if key is not None:
             with _CANDIDATES_LOCK:
                 _CANDIDATES.clear()  # keep only the latest run's
                 _CANDIDATES[key] = found
-    if log is not None:
-        for what, items in (
-            ("partitions not under the run roots (ignored)", found.ignored_partitions),
-            ("jobs under the run roots without validated_trials", found.not_ingested),
-            ("trials without a validated row", found.unreviewed),
-            ("validated trials whose directory is gone", found.missing_trials),
-        ):
-            if items:
-                log.warning(f"{what}: {', '.join(items[:20])}")
     return found
 
 
-def verify_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str, GateReport]:
+def verify_index(
+    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
+) -> tuple[Path, str, GateReport]:
     """Locate the bundle of an index table and run every publish check on it."""
     if index.empty or index["bundle_dir"].nunique() != 1:
         report = GateReport()
@@ -167,7 +152,8 @@ def verify_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str
         return Path("."), "", report
     bundle_dir = Path(str(index["bundle_dir"].iloc[0]))
     tag = str(index["tag"].iloc[0])
-    report = verify_bundle(bundle_dir, found.candidates, found.dataset_verdict)
+    rollout_ids = {k: c.rollout_id for k, c in candidates.items()}
+    report = verify_bundle(bundle_dir, dataset, rollout_ids)
     want = index.loc[index["path"] == MANIFEST_PATH, "sha256"]
     p = bundle_dir / MANIFEST_PATH
     if want.empty or not p.is_file() or sha256_file(p) != want.iloc[0]:
@@ -175,24 +161,15 @@ def verify_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str
     return bundle_dir, tag, report
 
 
-def _fingerprint(index: pd.DataFrame, found: TableCandidates) -> str:
-    h = hashlib.sha256(repr(found.dataset_verdict).encode())
+def _fingerprint(
+    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
+) -> str:
+    h = hashlib.sha256(repr(dataset.release_verdict).encode())
     h.update(pd.util.hash_pandas_object(index.astype(str), index=False).values.tobytes())
-    for c in sorted(found.candidates, key=lambda c: c.key):
-        h.update(
-            repr(
-                (
-                    c.key,
-                    c.slot,
-                    c.started_at,
-                    c.outcome,
-                    c.healthy,
-                    c.training_ready,
-                    c.verdict,
-                    c.rollout_id,
-                )
-            ).encode()
-        )
+    for d in dataset.decision.decisions:
+        h.update(repr((d.key, d.reason, d.verdict)).encode())
+    for k in sorted(candidates):
+        h.update(repr((k, candidates[k].rollout_id)).encode())
     return h.hexdigest()
 
 
@@ -200,15 +177,18 @@ _VERIFIED: dict[str, tuple[Path, str, GateReport]] = {}
 _VERIFIED_LOCK = threading.Lock()
 
 
-def verified_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, str, GateReport]:
-    """:func:`verify_index`, memoized per process on the index and the candidates (the
-    bundle folder is content-addressed and every target checks what it writes against the
-    manifest): the six checks and ``published_dataset`` of one run scan the bundle once."""
-    key = _fingerprint(index, found)
+def verified_index(
+    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
+) -> tuple[Path, str, GateReport]:
+    """:func:`verify_index`, memoized per process on the index, the decision and the
+    candidates (the bundle folder is content-addressed and every target checks what it
+    writes against the manifest): the six checks and ``published_dataset`` of one run scan
+    the bundle once."""
+    key = _fingerprint(index, dataset, candidates)
     with _VERIFIED_LOCK:
         if key in _VERIFIED:
             return _VERIFIED[key]
-    out = verify_index(index, found)
+    out = verify_index(index, dataset, candidates)
     with _VERIFIED_LOCK:
         _VERIFIED.clear()  # keep only the latest bundle
         _VERIFIED[key] = out
@@ -218,7 +198,7 @@ def verified_index(index: pd.DataFrame, found: TableCandidates) -> tuple[Path, s
 @dg.asset(
     ins={
         "curated_rollouts": dg.AssetIn(),
-        "validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
+        "review_report": dg.AssetIn(),
         "raw_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
     },
     group_name="publish",
@@ -230,14 +210,14 @@ def published_dataset(
     run_roots: RunRoots,
     publish_target: PublishTarget,
     curated_rollouts: pd.DataFrame,
-    validated_trials: dict[str, pd.DataFrame],
+    review_report: DatasetReview,
     raw_trials: dict[str, pd.DataFrame],
 ) -> dg.MaterializeResult:
     """The release: Parquet shards, ``README.md`` card and ``meta/manifest.json`` in the local
     folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
     bundle that fails any publish check, whatever ran before it."""
-    found = load_candidates(run_roots, validated_trials, raw_trials, run_id=context.run.run_id)
-    bundle_dir, tag, report = verified_index(curated_rollouts, found)
+    found = load_candidates(run_roots, review_report, raw_trials, run_id=context.run.run_id)
+    bundle_dir, tag, report = verified_index(curated_rollouts, review_report, found)
     if not report.ok:
         raise dg.Failure(
             description=f"refusing to publish: {report.summary()}",

@@ -8,6 +8,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
+from bf_assets.dataset.reportfiles import ReportContext
 from bf_assets.review.options import ReviewOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -15,6 +16,23 @@ DEFAULT_RUN_ROOT = REPO_ROOT / "data" / "runs" / "jobs"
 RUN_ROOTS_ENV = "BF_RUN_ROOTS"
 TASKS_ENV, PLAN_ENV, QUARANTINE_ENV = "BF_TASKS_DIR", "BF_PLAN", "BF_QUARANTINE"
 DEFAULT_TASKS_DIR = REPO_ROOT / "data" / "runs" / "tasks"
+
+
+WAREHOUSE_ENV = "BF_WAREHOUSE"
+
+
+def warehouse_dir() -> str:
+    """``$BF_WAREHOUSE`` (a local path or an fsspec URL), else ``data/warehouse``."""
+    return os.environ.get(WAREHOUSE_ENV) or str(REPO_ROOT / "data" / "warehouse")
+
+
+def local_warehouse() -> Path:
+    """The warehouse as a local folder (for files people open: reports, staged bundles);
+    ``data/`` under the repo when the warehouse is not on this machine's filesystem."""
+    wh = warehouse_dir()
+    if "://" in wh and not wh.startswith("file://"):
+        return REPO_ROOT / "data"
+    return Path(wh.removeprefix("file://"))
 
 
 def default_tasks_dir() -> str | None:
@@ -62,6 +80,14 @@ class RunRoots(dg.ConfigurableResource):
     def existing_roots(self) -> list[str]:
         """The configured roots that are directories right now."""
         return [r for r in self.roots if Path(r).is_dir()]
+
+    def report_context(self) -> ReportContext:
+        return ReportContext(
+            roots=tuple(self.roots),
+            tasks_dir=self.tasks_dir,
+            plan_path=self.plan_path,
+            quarantine_path=self.quarantine_path,
+        )
 
     def review_options(self) -> ReviewOptions:
         return ReviewOptions(

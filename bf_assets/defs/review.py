@@ -1,9 +1,14 @@
-"""Dataset-level review assets over every job partition: ``coverage``, ``sandbox_parity`` and
-``review_report`` (per-trial verdicts and the release verdict), three views of one assembly
-(a single multi-asset, so the dataset review is computed once per run).
+"""The dataset review over every job partition: ``coverage``, ``sandbox_parity`` and
+``review_report``, three outputs of one assembly (a single multi-asset, so the dataset
+review is computed once per run).
 
-The bodies rebuild the reviews from ``validated_trials`` and call the same core the CLI
-uses (``bf_assets.dataset.assemble``), so the UI and ``bf-assets review`` agree.
+``review_report`` holds the dataset review itself (``bf_assets.dataset.assemble.DatasetReview``,
+pickled): per-trial effective verdicts, the export decision, the release verdict.  It is the
+one decision downstream assets read: ``curated_rollouts`` builds rows for exactly the trials
+it exports and the publish checks verify the bundle against it.  The bodies rebuild the
+reviews from ``validated_trials`` (the rows of the configured run roots only) and call the
+same core the CLI uses, so the UI and ``bf-assets review`` agree; the UI's copy of the
+report is written by the same code that writes the one inside a release.
 """
 
 from pathlib import Path
@@ -11,21 +16,43 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from bf_assets.dataset.assemble import DatasetReview, assemble, report_markdown
+from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
+from bf_assets.dataset.reportfiles import report_files
 from bf_assets.defs.ingest import PARQUET_IO
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
-from bf_assets.review.tables import VALIDATED_COLUMNS, reviews_from_frame, validated_frames
+from bf_assets.defs.resources import RunRoots, local_warehouse
+from bf_assets.review.tables import VALIDATED_COLUMNS, reviews_from_frame
 
 ALL_PARTITIONS = {"allow_missing_partitions": True}
-REPORT_DIR = REPO_ROOT / "data" / "reports"
+DATASET_IO = "dataset_io_manager"
 
 
-def _all(validated_trials: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    frames = [df for _, df in sorted(validated_trials.items()) if df is not None and not df.empty]
+def _all(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> pd.DataFrame:
+    """Every validated row of the configured run roots (a partition of the same name under
+    another run root, reviewed by another release on this instance, is left out)."""
+    allowed = {str(Path(r).resolve()) for r in roots}
+    frames = []
+    for _, df in sorted(validated_trials.items()):
+        if df is None or df.empty:
+            continue
+        mine = df["root"].map(lambda r: str(Path(str(r)).resolve()) in allowed)
+        if mine.any():
+            frames.append(df[mine])
     return (
         pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=VALIDATED_COLUMNS)
     )
+
+
+def not_ingested(expected: list[str], loaded: set[str], roots: list[str]) -> list[str]:
+    """Registered job partitions under the configured roots that have no table yet."""
+    out = []
+    for key in expected:
+        if key in loaded:
+            continue
+        head = key.split("/", 1)[0]
+        if any(Path(r).name == head and (Path(r).parent / key).is_dir() for r in roots):
+            out.append(key)
+    return sorted(out)
 
 
 def _flat(rows: pd.DataFrame) -> pd.DataFrame:
@@ -37,17 +64,17 @@ def _flat(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
-    reviews = reviews_from_frame(_all(validated_trials))
+    reviews = reviews_from_frame(_all(validated_trials, run_roots.roots))
     return assemble(
         reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
     )
 
 
-def _out(description: str) -> dg.AssetOut:
+def _out(description: str, io_manager_key: str = PARQUET_IO) -> dg.AssetOut:
     return dg.AssetOut(
-        io_manager_key=PARQUET_IO,
-        group_name="audit",
-        kinds={"pandas", "parquet"},
+        io_manager_key=io_manager_key,
+        group_name="dataset",
+        kinds={"pandas", "parquet"} if io_manager_key == PARQUET_IO else {"python"},
         description=description,
     )
 
@@ -64,9 +91,11 @@ def _out(description: str) -> dg.AssetOut:
             "outcomes differ (telemetry-presence differences block that backend's new data)."
         ),
         "review_report": _out(
-            "Per-trial verdicts after coverage and manual quarantine, and the release verdict; "
+            "The dataset review: per-trial verdicts after coverage and manual quarantine, the "
+            "export decision (exported, or excluded with its reason) and the release verdict; "
             "the report (Blockers, Coverage, Evidence, Residual risk, verdict) as Markdown in the "
-            "metadata and in data/reports/review.md."
+            "metadata and in <warehouse>/report/review.md.",
+            DATASET_IO,
         ),
     },
 )
@@ -74,10 +103,17 @@ def dataset_review(
     context: dg.AssetExecutionContext,
     run_roots: RunRoots,
     validated_trials: dict[str, pd.DataFrame],
-) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[pd.DataFrame]]:
+) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[DatasetReview]]:
     """Assemble the dataset review once over every job partition and return its three views."""
     ds = _dataset(validated_trials, run_roots)
-    return _coverage(ds), _parity(ds), _report(ds, run_roots)
+    expected = context.asset_partition_keys_for_input("validated_trials")
+    ds.not_ingested = not_ingested(list(expected), set(validated_trials), run_roots.roots)
+    if ds.not_ingested:
+        context.log.warning(
+            "job directories under the run roots without validated_trials: "
+            + ", ".join(ds.not_ingested[:20])
+        )
+    return _coverage(ds), _parity(ds), _report(ds, run_roots, local_warehouse())
 
 
 def _coverage(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
@@ -112,25 +148,22 @@ def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
     )
 
 
-def _report(ds: DatasetReview, run_roots: RunRoots) -> dg.Output[pd.DataFrame]:
-    md = report_markdown(
-        ds,
-        run_roots.roots,
-        plan_path=run_roots.plan_path,
-        quarantine_path=run_roots.quarantine_path,
-    )
-    out_dir = Path(REPORT_DIR)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "review.md").write_text(md, encoding="utf-8")
-    validated, _ = validated_frames(ds.trials)
+def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Output[DatasetReview]:
+    md_path, js_path = report_files(ds, report_dir, run_roots.report_context(), clean=False)
+    decision = ds.decision
     return dg.Output(
-        validated,
+        ds,
         output_name="review_report",
         metadata={
-            "dagster/row_count": dg.MetadataValue.int(len(validated)),
+            "dagster/row_count": dg.MetadataValue.int(len(ds.trials)),
             "release_verdict": dg.MetadataValue.text(ds.release_verdict),
+            "exported": dg.MetadataValue.int(len(decision.exported)),
+            "excluded_by_reason": dg.MetadataValue.json(
+                {k: v for k, v in decision.counts().items() if k != "exported"}
+            ),
             "summary": dg.MetadataValue.json(ds.summary()),
-            "report": dg.MetadataValue.md(md),
-            "report_path": dg.MetadataValue.path(str(out_dir / "review.md")),
+            "report": dg.MetadataValue.md(md_path.read_text(encoding="utf-8")),
+            "report_path": dg.MetadataValue.path(str(md_path)),
+            "report_json": dg.MetadataValue.path(str(js_path)),
         },
     )

@@ -1,8 +1,13 @@
-"""Building a release bundle: curated shards, the card and the manifest in one folder.
+"""Building a release bundle: curated shards, the card, the report and the manifest in one
+folder.
 
-``build_bundle`` selects the exports, builds every row (streamed, in ``rollout_id`` order),
-writes the Parquet shards of each config, renders ``README.md``, writes
-``meta/manifest.json`` and ``meta/checksums.sha256``, then moves the folder to
+``build_bundle`` takes the dataset review (which decided what is exported) and a candidate
+for each exported trial; it selects nothing.  It builds every row (streamed, in
+``rollout_id`` order), writes the Parquet shards of each config; a trial whose row cannot be
+built, or whose artifacts duplicate another exported trial's, goes back into the decision
+(``DatasetReview.with_curation``), and the card, the review report (``report/``) and
+``meta/manifest.json`` are rendered from that final decision, so all of them name the same
+exported trials as the rows.  Then ``meta/checksums.sha256``, and the folder moves to
 ``<staging_root>/<release digest[:16]>``.  The folder is content-addressed: identical input
 gives an identical folder, so publishing it again changes nothing.
 """
@@ -12,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,17 +25,14 @@ from typing import Any
 import orjson
 
 from bf_assets.contract import ReleaseVerdict
+from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleaningError, CleanStats, clean_value
 from bf_assets.curate.rows import CurationError, build_row, prime_sft_row, trl_sft_rows
-from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG
-from bf_assets.curate.select import (
-    CURATION_ERROR,
-    DUPLICATE,
-    Candidate,
-    Exclusion,
-    exclude,
-    select_exports,
-)
+from bf_assets.curate.schema import CONFIGS
+from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
+from bf_assets.dataset.common import TrialKey, trial_key
+from bf_assets.dataset.decide import CURATION_ERROR, DUPLICATE, Exclusion
+from bf_assets.dataset.reportfiles import REPORT_JSON, REPORT_MD, ReportContext, report_files
 from bf_assets.publish.card import CardFacts, render_card
 from bf_assets.publish.manifest import (
     CHECKSUMS_PATH,
@@ -42,6 +44,7 @@ from bf_assets.publish.manifest import (
     source_record,
 )
 from bf_assets.publish.shards import MAX_SHARD_BYTES, ROW_GROUP_ROWS, ShardWriter, sha256_file
+from bf_assets.review.record import TrialReview
 
 CARD_PATH = "README.md"
 KEEP_STAGED = 5
@@ -72,6 +75,7 @@ class Bundle:
     exported: list[tuple[str, str, str]]  # (job, rollout, rollout_id)
     excluded: list[Exclusion]
     stats: CleanStats = field(default_factory=CleanStats)
+    dataset: DatasetReview | None = None  # the final decision (after curation outcomes)
 
     @property
     def manifest_sha256(self) -> str:
@@ -83,20 +87,6 @@ _VERDICT_RANK = {v.value: i for i, v in enumerate(ReleaseVerdict)}  # worst firs
 
 def worst_verdict(*verdicts: str | None) -> str:
     return min((v for v in verdicts if v), key=_VERDICT_RANK.__getitem__)
-
-
-def release_verdict(
-    n_rows: int, n_excluded: int, n_problems: int = 0, dataset_verdict: str | None = None
-) -> str:
-    """checks.md §3 for the export: nothing to export or a failed check → not publishable;
-    the dataset-level verdict (required slots, coverage floor) can only make it worse."""
-    if n_rows == 0 or n_problems:
-        own = ReleaseVerdict.NOT_PUBLISHABLE.value
-    elif n_excluded:
-        own = ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
-    else:
-        own = ReleaseVerdict.PUBLISHABLE.value
-    return worst_verdict(own, dataset_verdict)
 
 
 def _file_record(root: Path, rel: str, **extra: Any) -> FileRecord:
@@ -122,7 +112,12 @@ def _collector(into: list[bytes]) -> Callable[[int, dict[str, Any]], None]:
 
 def _write_rows(
     tmp: Path, selected: list[Candidate], opts: BundleOptions, stats: CleanStats
-) -> tuple[dict[str, list[Any]], list[dict[str, Any]], list[dict[str, Any]], list[Exclusion]]:
+) -> tuple[
+    dict[str, list[Any]],
+    list[dict[str, Any]],
+    list[dict[str, Any]],
+    dict[TrialKey, tuple[str, str]],
+]:
     writers = {
         c: ShardWriter(
             tmp,
@@ -135,22 +130,20 @@ def _write_rows(
     }
     sources: list[dict[str, Any]] = []
     card_rows: list[dict[str, Any]] = []
-    failed: list[Exclusion] = []
+    failed: dict[TrialKey, tuple[str, str]] = {}
     seen: dict[str, Candidate] = {}
     for cand in sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout)):
         rid = cand.rollout_id
         if rid in seen:
             first = seen[rid]
-            failed.append(
-                exclude(cand, DUPLICATE, f"same artifacts as {first.job}/{first.rollout}")
-            )
+            failed[cand.key] = (DUPLICATE, f"same artifacts as {first.job}/{first.rollout}")
             continue
         steps: list[bytes] = []
         sink = _collector(steps) if "trl_sft" in writers else None
         try:
             row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink)
         except (CurationError, CleaningError, OSError, ValueError) as exc:
-            failed.append(exclude(cand, CURATION_ERROR, str(clean_value(str(exc)))[:300]))
+            failed[cand.key] = (CURATION_ERROR, str(clean_value(str(exc)))[:300])
             continue
         seen[rid] = cand
         if "rollouts" in writers:
@@ -169,32 +162,41 @@ def _write_rows(
 
 
 def build_bundle(
-    candidates: Sequence[Candidate],
+    dataset: DatasetReview,
+    candidates: Mapping[TrialKey, Candidate],
     staging_root: str | Path,
     options: BundleOptions | None = None,
     *,
+    report: ReportContext | None = None,
     not_ingested: Sequence[str] = (),
-    dataset_verdict: str | None = None,
-    dataset_reasons: Sequence[str] = (),
 ) -> Bundle:
-    """Curate ``candidates`` into a content-addressed release folder under ``staging_root``."""
+    """Curate the trials ``dataset`` exports (``candidates[key]`` for each) into a
+    content-addressed release folder under ``staging_root``."""
     opts = options or BundleOptions()
     root = Path(staging_root)
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     tmp.mkdir()
     try:
-        selected, excluded = select_exports(candidates)
+        selected: list[Candidate] = []
+        missing: dict[TrialKey, tuple[str, str]] = {}
+        for d in dataset.decision.exported:
+            cand = candidates.get(d.key)
+            if cand is None:
+                missing[d.key] = (CURATION_ERROR, "the trial's files are not available")
+            else:
+                selected.append(cand)
         stats = CleanStats()
         shards, sources, card_rows, failed = _write_rows(tmp, selected, opts, stats)
-        excluded = sorted([*excluded, *failed], key=lambda e: (e.job, e.rollout, e.rel_path))
+        final = dataset.with_curation({**missing, **failed})
+        excluded = final.decision.excluded
         rows = {c: sum(s.rows for s in shards[c]) for c in opts.configs}
-        verdict = release_verdict(
-            rows.get(DEFAULT_CONFIG, len(sources)),
-            len(excluded) + len(not_ingested),
-            dataset_verdict=dataset_verdict,
+        verdict = worst_verdict(
+            final.release_verdict,
+            ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value if not_ingested else None,
         )
-        jobs = sorted({c.job for c in candidates})
+        reasons = reason_lines(final.assessment.decisive())
+        jobs = sorted({d.job for d in final.decision.decisions})
         facts = CardFacts(
             pretty_name=opts.pretty_name,
             license=opts.license,
@@ -208,15 +210,16 @@ def build_bundle(
             source_refs=sorted({s["source_ref"] for s in sources if s.get("source_ref")}),
             repo_id=opts.repo_id,
             not_ingested=list(not_ingested),
-            dataset_reasons=list(dataset_reasons) if dataset_verdict == verdict else [],
+            dataset_reasons=reasons,
         )
         (tmp / CARD_PATH).write_text(render_card(facts), encoding="utf-8")
+        report_files(final, tmp, report or ReportContext(), clean=True)
         files = [
             _file_record(tmp, s.path, config=s.config, split=s.split, rows=s.rows)
             for c in opts.configs
             for s in shards[c]
         ]
-        files.append(_file_record(tmp, CARD_PATH))
+        files += [_file_record(tmp, p) for p in (CARD_PATH, REPORT_MD, REPORT_JSON)]
         manifest = build_manifest(
             verdict=verdict,
             files=files,
@@ -227,8 +230,8 @@ def build_bundle(
             jobs=jobs,
             plan_sha256=_plan_sha(opts.plan_path),
             not_ingested=list(not_ingested),
-            dataset_verdict=dataset_verdict,
-            dataset_reasons=list(dataset_reasons),
+            dataset_verdict=final.release_verdict,
+            dataset_reasons=reasons,
         )
         (tmp / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
         (tmp / MANIFEST_PATH).write_bytes(manifest)
@@ -236,16 +239,16 @@ def build_bundle(
         (tmp / CHECKSUMS_PATH).write_bytes(checksums_text((f.path, f.sha256) for f in files))
         files.append(_file_record(tmp, CHECKSUMS_PATH))
         digest = release_digest((f.path, f.sha256) for f in files)
-        final = root / digest[:16]
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.replace(final)
+        final_dir = root / digest[:16]
+        if final_dir.exists():
+            shutil.rmtree(final_dir)
+        tmp.replace(final_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    _prune(root, keep=opts.keep_staged, current=final)
+    _prune(root, keep=opts.keep_staged, current=final_dir)
     return Bundle(
-        path=final,
+        path=final_dir,
         files=files,
         digest=digest,
         tag=f"{opts.tag_prefix}{digest[:12]}",
@@ -254,6 +257,7 @@ def build_bundle(
         exported=[(s["job"], s["rollout"], s["rollout_id"]) for s in sources],
         excluded=excluded,
         stats=stats,
+        dataset=final,
     )
 
 
@@ -264,3 +268,23 @@ def _prune(root: Path, *, keep: int, current: Path) -> None:
     staged.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     for old in staged[max(0, keep - 1) :]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def bundle_reviews(
+    reviews: Sequence[TrialReview],
+    staging_root: str | Path,
+    options: BundleOptions | None = None,
+    *,
+    plan_path: str | None = None,
+    quarantine_path: str | None = None,
+    report: ReportContext | None = None,
+) -> Bundle:
+    """Reviewed trials to a release bundle without Dagster: the dataset review decides, then
+    :func:`build_bundle` curates what it exports (candidates from the reviews themselves)."""
+    ordered = sorted(reviews, key=lambda t: (t.ref.job_key, t.ref.rel_path, t.ref.rollout))
+    ds = assemble(ordered, plan_path=plan_path, quarantine_path=quarantine_path)
+    exported = set(ds.exports)
+    candidates = {
+        key: Candidate.from_review(t) for t in ds.trials if (key := trial_key(t)) in exported
+    }
+    return build_bundle(ds, candidates, staging_root, options, report=report)

@@ -16,7 +16,7 @@ import yaml
 
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import CONFIG_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SCHEMA_VERSION
-from bf_assets.curate.select import Exclusion
+from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
 
@@ -170,10 +170,11 @@ def render_card(facts: CardFacts) -> str:
         "- Every trial passed the hard trajectory gate and the audits of the review contract "
         "(`checks.md`): healthy outcome (`pass` / `fail` attributed to the model), "
         "`training_ready`, verdict `publishable`.\n"
-        "- One row per slot `(task_id, harness, model, skill_mode, sandbox, trial_index)`: the "
-        "newest healthy attempt (by start time, then rollout name); older healthy attempts are "
-        "`superseded`. Oracle lanes, errored, partial, timed-out, quarantined and rejected "
-        "trials are never exported.\n"
+        "- One dataset review decides every trial: the newest healthy attempts of each cell of "
+        "the experiment plan fill its slots (by start time, then rollout name); older attempts "
+        "are `superseded`, cells the plan does not list are `unplanned`. Oracle and no-op "
+        "lanes, errored, partial, timed-out, quarantined and rejected trials are never "
+        "exported. The review report that decided this release ships with it in `report/`.\n"
         "- Rows are ordered by `rollout_id`; the shards are deterministic (same input, same bytes).\n"
     )
     p.append(f"\n## Excluded trials ({len(f.excluded)})\n\n")

@@ -2,15 +2,17 @@
 
 :func:`verify_bundle` trusts nothing the curation step did: it re-hashes every file against
 the manifest, refuses files the manifest does not list, re-reads every Parquet shard and
-runs :func:`bf_assets.curate.scan.scan_row` on every row, scans the card and the manifest,
-and (given the reviewed trials) re-runs the selection to prove every row comes from the
-newest exportable attempt of its slot.  The blocking asset checks and ``published_dataset``
+runs :func:`bf_assets.curate.scan.scan_row` on every row, scans the card, the report and the
+manifest, and (given the dataset review) proves the rows are exactly the trials the review
+decided to export: none more, and none fewer than the curation outcomes the manifest records
+(``duplicate``, ``curation error``), each row's artifacts unchanged since the review, and the
+manifest's release verdict the one that decision gives.  The blocking asset checks and ``published_dataset``
 both call it, so the gate holds even for a run that selects only the publish step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +30,11 @@ from bf_assets.curate.scan import (
     scan_value,
 )
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
-from bf_assets.curate.select import Candidate, select_exports
+from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.common import TrialKey
+from bf_assets.dataset.decide import CURATION_REASONS
 from bf_assets.findings import Finding, finding
-from bf_assets.publish.bundle import release_verdict
+from bf_assets.publish.bundle import worst_verdict
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 
@@ -145,9 +149,25 @@ def _scan_shard(
     return [{**k, "config": config, "file": rel} for k in keys]
 
 
+def _curation_outcomes(manifest: dict[str, Any]) -> dict[TrialKey, tuple[str, str]]:
+    out = {}
+    for e in manifest.get("excluded") or []:
+        if isinstance(e, dict) and e.get("reason") in CURATION_REASONS:
+            out[(str(e.get("job")), str(e.get("rollout")))] = (
+                str(e["reason"]),
+                str(e.get("detail") or ""),
+            )
+    return out
+
+
 def _cross_check(
-    keys: list[dict[str, Any]], candidates: Sequence[Candidate] | None, report: GateReport
-) -> None:
+    keys: list[dict[str, Any]],
+    manifest: dict[str, Any],
+    dataset: DatasetReview | None,
+    rollout_ids: Mapping[TrialKey, str] | None,
+    report: GateReport,
+) -> str | None:
+    """Rows against the decision; returns the release verdict the decision gives."""
     main = [k for k in keys if k["config"] == DEFAULT_CONFIG]
     ids = {k["rollout_id"] for k in main}
     for k in keys:
@@ -159,21 +179,28 @@ def _cross_check(
                     file=k["file"],
                 )
             )
-    if candidates is None:
-        return
-    selected, excluded = select_exports(candidates)
-    allowed = {(c.job, c.rollout): c.rollout_id for c in selected}
+    if dataset is None:
+        return None
+    outcomes = {
+        key: v
+        for key, v in _curation_outcomes(manifest).items()
+        if (d := dataset.decision.get(key)) is not None and d.exported
+    }
+    final = dataset.with_curation(outcomes)
+    expected = set(final.exports)
+    seen: set[TrialKey] = set()
     for k in main:
-        key = (k["job"], k["rollout"])
-        if key not in allowed:
+        key = (str(k["job"]), str(k["rollout"]))
+        seen.add(key)
+        if key not in expected:
             report.add(
                 finding(
                     NOT_READY,
-                    f"{k['file']}: {key[0]}/{key[1]} is not the newest exportable attempt of its slot",
+                    f"{k['file']}: {key[0]}/{key[1]} is not a trial the dataset review exports",
                     file=k["file"],
                 )
             )
-        elif allowed[key] != k["rollout_id"]:
+        elif rollout_ids is not None and rollout_ids.get(key) != k["rollout_id"]:
             report.add(
                 finding(
                     NOT_READY,
@@ -181,22 +208,56 @@ def _cross_check(
                     file=k["file"],
                 )
             )
-    report.n_excluded = max(report.n_excluded, len(candidates) - len(main))
+    for key in sorted(expected - seen):
+        report.add(
+            finding(
+                SCHEMA,
+                f"{key[0]}/{key[1]} is exported by the dataset review but has no row",
+                file=MANIFEST_PATH,
+            )
+        )
+    n_probe = sum(1 for d in final.decision.excluded if d.reason in ("oracle", "probe lane"))
+    report.n_excluded = len(final.decision.excluded) - n_probe
+    want = worst_verdict(
+        final.release_verdict,
+        "publishable_with_quarantines" if manifest.get("jobs_not_ingested") else None,
+    )
+    if manifest.get("release_verdict") != want:
+        report.add(
+            finding(
+                SCHEMA,
+                f"the manifest's release verdict {manifest.get('release_verdict')!r} is not "
+                f"the dataset review's {want!r}",
+                file=MANIFEST_PATH,
+            )
+        )
+    return want
 
 
 def verify_bundle(
     bundle_dir: str | Path,
-    candidates: Sequence[Candidate] | None = None,
-    dataset_verdict: str | None = None,
+    dataset: DatasetReview | None = None,
+    rollout_ids: Mapping[TrialKey, str] | None = None,
 ) -> GateReport:
-    """Every ``PUBLISH_*`` check and the release verdict for the bundle on disk."""
+    """Every ``PUBLISH_*`` check and the release verdict for the bundle on disk
+    (``dataset``: the review that decided the export; ``rollout_ids``: each trial's
+    artifact digest as reviewed)."""
     bundle = Path(bundle_dir)
     report = GateReport()
     manifest = _load_manifest(bundle, report)
     if manifest is None:
         return report
     shards = _check_files(bundle, manifest, report)
-    for rel in ("README.md", CHECKSUMS_PATH):
+    texts = [
+        "README.md",
+        CHECKSUMS_PATH,
+        *sorted(
+            str(f.get("path"))
+            for f in manifest["files"]
+            if isinstance(f, dict) and str(f.get("path", "")).startswith("report/")
+        ),
+    ]
+    for rel in texts:
         p = bundle / rel
         if p.is_file():
             report.extend(scan_text(p.read_text(encoding="utf-8", errors="replace"), rel))
@@ -207,9 +268,10 @@ def verify_bundle(
     report.n_excluded = sum(
         len(v) for k in ("excluded", "jobs_not_ingested") if isinstance(v := manifest.get(k), list)
     )
-    _cross_check(keys, candidates, report)
+    decided = _cross_check(keys, manifest, dataset, rollout_ids, report)
     problems = sum(len(v) for v in report.findings.values())
-    report.verdict = release_verdict(
-        report.rows.get(DEFAULT_CONFIG, 0), report.n_excluded, problems, dataset_verdict
-    )
+    if problems or report.rows.get(DEFAULT_CONFIG, 0) == 0:
+        report.verdict = "not_publishable"
+    else:
+        report.verdict = decided or str(manifest.get("release_verdict") or "not_publishable")
     return report

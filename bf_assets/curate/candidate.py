@@ -1,0 +1,131 @@
+"""What curation needs of one trial it was handed: where its files are, its identity, its
+verdict and findings, and the hashes of its artifacts (``rollout_id``).
+
+Curation selects nothing: the dataset review (``bf_assets.dataset.decide``) decides which
+trials are exported, and the callers build a :class:`Candidate` for each of those, from a
+:class:`bf_assets.review.record.TrialReview` (CLI, tests) or from the warehouse tables (the
+Dagster shell).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Verdict
+from bf_assets.review.record import SLOT_FIELDS, TrialReview
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One reviewed trial, as much as curation needs of it."""
+
+    job: str
+    rollout: str
+    rel_path: str
+    trial_dir: str
+    root: str
+    slot: tuple[Any, ...]
+    started_at: str | None
+    finished_at: str | None
+    source_ref: str | None
+    task_digest: str | None
+    outcome: str
+    healthy: bool
+    training_ready: bool
+    verdict: str
+    attribution: str
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    files: list[tuple[str, str | None]] = field(default_factory=list)  # (rel path, sha256)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.job, self.rollout)
+
+    @property
+    def slot_fields(self) -> dict[str, Any]:
+        return dict(zip(SLOT_FIELDS, self.slot, strict=True))
+
+    @property
+    def exportable(self) -> bool:
+        return (
+            self.outcome != Outcome.ORACLE
+            and self.outcome in HEALTHY_OUTCOMES
+            and self.healthy
+            and self.training_ready
+            and self.verdict == Verdict.PUBLISHABLE
+        )
+
+    def checks_of(self, severity: str) -> list[str]:
+        return sorted({f["check"] for f in self.findings if f.get("severity") == severity})
+
+    def file_sha(self, rel: str) -> str | None:
+        for path, sha in self.files:
+            if path == rel:
+                return sha
+        return None
+
+    @property
+    def rollout_id(self) -> str:
+        """``sha256:`` over the sorted ``path\\tsha256`` lines of the trial's artifacts."""
+        lines = sorted(f"{p}\t{s or '-'}" for p, s in self.files)
+        return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+    @classmethod
+    def from_review(
+        cls, t: TrialReview, files: Sequence[tuple[str, str | None]] | None = None
+    ) -> Candidate:
+        """From a review; ``files`` (``(rel path, sha256)``, e.g. the ``raw_trials``
+        inventory) replaces the review's own inventory, whose missing hashes are computed."""
+        ident = t.identity
+        return cls(
+            job=t.ref.job_key,
+            rollout=t.ref.rollout,
+            rel_path=t.ref.rel_path,
+            trial_dir=t.ref.path,
+            root=t.ref.root,
+            slot=ident.slot(),
+            started_at=ident.started_at,
+            finished_at=None,
+            source_ref=ident.source_ref,
+            task_digest=ident.task_digest,
+            outcome=t.outcome,
+            healthy=t.healthy,
+            training_ready=t.training_ready,
+            verdict=t.verdict,
+            attribution=t.attribution,
+            findings=[f.to_dict() for f in t.findings],
+            files=list(files) if files is not None else _complete_hashes(t),
+        )
+
+
+def _complete_hashes(t: TrialReview) -> list[tuple[str, str | None]]:
+    """The review's inventory with the hashes the scan did not compute filled in from disk
+    (``raw_trials`` hashes every file; both paths must give the same ``rollout_id``)."""
+    from pathlib import Path
+
+    from bf_assets.ingest.readers import hash_file
+
+    out: list[tuple[str, str | None]] = []
+    for f in t.files:
+        sha = f.sha256
+        if sha is None and f.issue is None:
+            stats, _ = hash_file(Path(t.ref.path) / f.path, Path(t.ref.root))
+            sha = stats.sha256 if stats is not None else None
+        out.append((f.path, sha))
+    return out
+
+
+def inventory_hashes(files_json: Any) -> list[tuple[str, str | None]]:
+    """``(rel path, sha256)`` pairs of a ``raw_trials`` ``files`` value (JSON text)."""
+    import orjson
+
+    if not isinstance(files_json, str) or not files_json:
+        return []
+    try:
+        items = orjson.loads(files_json)
+    except orjson.JSONDecodeError:
+        return []
+    return [(str(f["path"]), f.get("sha256")) for f in items if isinstance(f, dict) and "path" in f]

@@ -1,0 +1,123 @@
+"""The one export decision (``bf_assets.dataset.decide``): each trial exported, or excluded
+with its reason, plan-aware, and the same decision whatever later views it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bf_assets.curate.candidate import Candidate
+from bf_assets.dataset.assemble import assemble
+from bf_assets.dataset.decide import (
+    CURATION_ERROR,
+    EXPORTED,
+    NOT_READY,
+    ORACLE,
+    QUARANTINED,
+    REJECTED,
+    SUPERSEDED,
+    UNPLANNED,
+)
+from bf_assets.dataset.samples import make_review
+from bf_assets.review.record import TrialReview
+
+
+def _plan_file(tmp_path: Any, tasks: list[str], trials: int = 1, required: bool = False) -> str:
+    p = tmp_path / "plan.yaml"
+    p.write_text(
+        "name: p\nmatrix:\n"
+        f"  - tasks: [{', '.join(tasks)}]\n"
+        "    harnesses: [codex-acp]\n    models: [openai/gpt-5]\n"
+        "    skill_modes: [with-skill]\n    sandboxes: [docker]\n"
+        f"    trials: {trials}\n    required: {'true' if required else 'false'}\n",
+        encoding="utf-8",
+    )
+    return str(p)
+
+
+def _reasons(reviews: list[TrialReview], **kw: Any) -> dict[str, str]:
+    ds = assemble(reviews, **kw)
+    return {d.rollout: d.reason for d in ds.decision.decisions}
+
+
+def test_newest_healthy_attempt_is_exported_and_older_ones_superseded() -> None:
+    old = make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00")
+    new = make_review("t1", rollout="t1__b", started_at="2026-06-02T09:00:00Z")
+    assert _reasons([old, new]) == {"t1__a": SUPERSEDED, "t1__b": EXPORTED}
+
+
+def test_a_newer_broken_attempt_never_hides_the_older_healthy_one() -> None:
+    good = make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00")
+    broken = make_review(
+        "t1", rollout="t1__b", started_at="2026-06-03T10:00:00", checks=["GATE_VERIFIER_ERROR"]
+    )
+    assert _reasons([good, broken]) == {"t1__a": EXPORTED, "t1__b": REJECTED}
+
+
+def test_a_quarantined_latest_healthy_attempt_holds_its_slot() -> None:
+    """checks.md §1: only the latest healthy attempt is exported; when that one is held for
+    review, the older attempt is not exported in its place."""
+    old = make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00")
+    held = make_review(
+        "t1", rollout="t1__b", started_at="2026-06-02T10:00:00", checks=["HACK_SUSPECTED"]
+    )
+    got = _reasons([old, held])
+    assert got["t1__b"] == QUARANTINED and got["t1__a"] == SUPERSEDED
+
+
+def test_unplanned_trials_are_never_exported(tmp_path: Any) -> None:
+    planned = make_review("t1", rollout="t1__a")
+    extra = make_review("t9", rollout="t9__a")
+    ds = assemble([planned, extra], plan_path=_plan_file(tmp_path, ["t1"]))
+    got = {d.rollout: d.reason for d in ds.decision.decisions}
+    assert got == {"t1__a": EXPORTED, "t9__a": UNPLANNED}
+    assert ds.summary()["exported"] == 1
+    assert ds.exports == [(planned.ref.job_key, "t1__a")]
+    assert ds.release_verdict == "publishable_with_quarantines"
+
+
+def test_a_cell_with_two_trials_exports_its_two_newest_healthy_attempts(tmp_path: Any) -> None:
+    rs = [
+        make_review("t1", rollout=f"t1__{c}", started_at=f"2026-06-0{i + 1}T10:00:00")
+        for i, c in enumerate("abc")
+    ]
+    got = _reasons(rs, plan_path=_plan_file(tmp_path, ["t1"], trials=2))
+    assert got == {"t1__a": SUPERSEDED, "t1__b": EXPORTED, "t1__c": EXPORTED}
+
+
+def test_not_training_ready_oracle_and_rejected_each_say_why() -> None:
+    rs = [
+        make_review("t1", rollout="t1__a", training_ready=False),
+        make_review("t2", rollout="t2__o", harness="oracle", outcome="oracle"),
+        make_review("t3", rollout="t3__x", checks=["GATE_ROWS_MISSING"]),
+    ]
+    ds = assemble(rs)
+    by = {d.rollout: d for d in ds.decision.decisions}
+    assert by["t1__a"].reason == NOT_READY
+    assert by["t2__o"].reason == ORACLE
+    assert by["t3__x"].reason == REJECTED and by["t3__x"].detail == "GATE_ROWS_MISSING"
+    # probe lanes never count as held-out model data
+    kinds = {r.kind for r in ds.assessment.reasons}
+    assert "oracle" not in kinds and {"not_training_ready", "rejected"} <= kinds
+
+
+def test_curation_outcomes_flow_back_into_the_decision_and_the_verdict() -> None:
+    ds = assemble([make_review("t1", rollout="t1__a")])
+    assert ds.release_verdict == "publishable"
+    key = ds.exports[0]
+    after = ds.with_curation({key: (CURATION_ERROR, "row 1: nested too deep")})
+    assert after.exports == [] and after.decision[key].reason == CURATION_ERROR
+    assert after.release_verdict == "not_publishable"  # nothing left to export
+    assert ds.exports == [key]  # the original review is unchanged
+    with pytest.raises(ValueError):
+        ds.with_curation({key: (SUPERSEDED, "not a curation outcome")})
+
+
+def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
+    t = make_review("t1", rollout="t1__a")
+    a = Candidate.from_review(t, files=[("results.jsonl", "aa"), ("result.json", "bb")])
+    b = Candidate.from_review(t, files=[("result.json", "bb"), ("results.jsonl", "aa")])
+    c = Candidate.from_review(t, files=[("result.json", "bb"), ("results.jsonl", "ab")])
+    assert a.rollout_id == b.rollout_id != c.rollout_id
+    assert a.rollout_id.startswith("sha256:")
