@@ -18,7 +18,7 @@ from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.jobs import ingest_job, release_job
 from bf_assets.defs.publish import PublishTarget, published_dataset
-from bf_assets.defs.resources import RunRoots, warehouse_dir
+from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
 from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
@@ -30,7 +30,13 @@ def build_defs(
     publish_target: PublishTarget | None = None,
     warehouse: str | None = None,
 ) -> dg.Definitions:
-    """The code location with explicit resources (``bf-assets release`` builds its own)."""
+    """The code location with explicit resources (``bf-assets release`` builds its own).
+
+    Without an explicit ``warehouse`` the tables live in the run roots' own sub-folder of
+    ``$BF_WAREHOUSE`` (``defs.resources.namespaced_warehouse``), so releases of different run
+    roots never share files."""
+    roots = run_roots or RunRoots()
+    base = warehouse or namespaced_warehouse(warehouse_dir(), roots.roots)
     return dg.Definitions(
         assets=[
             raw_trials,
@@ -45,10 +51,10 @@ def build_defs(
         sensors=[new_job_dirs],
         executor=select_executor(),
         resources={
-            "run_roots": run_roots or RunRoots(),
+            "run_roots": roots,
             "publish_target": publish_target or PublishTarget(),
-            "parquet_io_manager": ParquetIOManager(base_dir=warehouse or warehouse_dir()),
-            "dataset_io_manager": PickleIOManager(base_dir=warehouse or warehouse_dir()),
+            "parquet_io_manager": ParquetIOManager(base_dir=base),
+            "dataset_io_manager": PickleIOManager(base_dir=base),
         },
     )
 

@@ -13,7 +13,7 @@ import bf_assets.definitions as definitions_module
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import DEFAULT_RUN_ROOT, RunRoots
+from bf_assets.defs.resources import DEFAULT_RUN_ROOT, RunRoots, roots_namespace
 from bf_assets.review.options import ReviewOptions
 
 JOB = "2026-06-01__00-00-00"
@@ -104,11 +104,18 @@ def test_warehouse_env(monkeypatch: pytest.MonkeyPatch) -> None:
         mod = importlib.reload(definitions_module)
         io = (mod.defs.resources or {})["parquet_io_manager"]
         assert isinstance(io, ParquetIOManager)
-        assert io.base_dir == "memory://bf-warehouse"
+        # the run roots' own folder of the warehouse: other run roots never share its files
+        space = roots_namespace(mod.defs.resources["run_roots"].roots)  # type: ignore[index]
+        assert io.base_dir == f"memory://bf-warehouse/{space}"
+        other = mod.build_defs(run_roots=RunRoots(roots=["/elsewhere/jobs"]))
+        other_io = (other.resources or {})["parquet_io_manager"]
+        assert other_io.base_dir != io.base_dir
+        assert other_io.base_dir.startswith("memory://bf-warehouse/roots-")
         monkeypatch.delenv("BF_WAREHOUSE")
         mod = importlib.reload(definitions_module)
         io = (mod.defs.resources or {})["parquet_io_manager"]
-        assert Path(io.base_dir) == Path(__file__).resolve().parents[1] / "data" / "warehouse"
+        wh = Path(__file__).resolve().parents[1] / "data" / "warehouse"
+        assert Path(io.base_dir) == wh / space
     finally:
         monkeypatch.undo()
         importlib.reload(definitions_module)

@@ -18,8 +18,9 @@ from bf_assets.curate.candidate import Candidate
 from bf_assets.dataset.assemble import assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews
+from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
-from bf_assets.publish.targets import LocalFolderTarget, PublishError
+from bf_assets.publish.targets import PublishError
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport, verify_bundle
 from bf_assets.review.record import TrialReview
 

@@ -11,6 +11,7 @@ from enginekit import local_resources, materialize_partitions
 
 from bf_assets.batch.run import review_roots
 from bf_assets.defs.ingest import raw_trials, validated_trials
+from bf_assets.defs.resources import local_warehouse
 from bf_assets.defs.review import dataset_review
 from bf_assets.review.options import ReviewOptions
 
@@ -60,7 +61,8 @@ def test_review_assets_match_the_cli(
     md = meta["review_report"]["report"].value
     order = [md.index(h) for h in ("Blockers", "Coverage", "Evidence", "Residual risk")]
     assert order == sorted(order)
-    assert (tmp_path / "wh" / "report" / "review.md").read_text() == md
+    # the UI's copy, in the run roots' own part of the warehouse
+    assert (local_warehouse([str(runs)]) / "report" / "review.md").read_text() == md
     # Coverage: one row per observed slot, a picture in the metadata.
     assert isinstance(cov, pd.DataFrame) and len(cov) == cli.summary["coverage"]["expected"]
     assert "data:image/svg+xml;base64," in meta["coverage"]["matrix"].value

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,8 @@ import orjson
 from bf_assets.batch.inventory import cancel_prefetch, prefetch
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.ingest.discovery import discover_trials
+from bf_assets.publish.local import LocalFolderTarget, exclusive_lock
+from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -143,23 +147,66 @@ def run_release(
     roots = [str(Path(r).resolve()) for r in runs] or [str(DEFAULT_RUNS)]
     if not runs and tasks is None and DEFAULT_TASKS.is_dir():
         tasks = str(DEFAULT_TASKS)  # the sample's task tree goes with the sample runs
-    # The trials are read and reviewed in worker processes while Dagster starts; the ingest
-    # run collects that batch when its trials and options are the same (bf_assets.inventory).
-    trials = discover_trials(roots)
-    prefetch(trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine))
+    out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
     try:
-        return _release(
-            roots,
-            sorted({t.job_key for t in trials}),
-            out_dir,
-            hub_repo,
-            tasks=tasks,
-            plan=plan,
-            quarantine=quarantine,
-            staging_dir=staging_dir,
+        check_targets(out, hub_repo)  # nothing is touched when a precondition fails
+    except PublishError as exc:
+        md = out / REPORT_MD
+        return ReleaseResult(
+            False, md, md.with_suffix(".json"), out, "not_publishable", [], message=str(exc)
         )
-    finally:
-        cancel_prefetch()
+    # One release at a time into one output folder, and over one set of run roots (their
+    # warehouse tables); a second release waits for the first, then runs.
+    with (
+        _waiting_lock(out.parent / f".{out.name}.release.lock", f"into {out}"),
+        _waiting_lock(_warehouse_lock(roots), "over the same run roots"),
+    ):
+        # The trials are read and reviewed in worker processes while Dagster starts; the
+        # ingest run collects that batch when its trials and options are the same.
+        trials = discover_trials(roots)
+        prefetch(
+            trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
+        )
+        try:
+            return _release(
+                roots,
+                sorted({t.job_key for t in trials}),
+                str(out),
+                hub_repo,
+                tasks=tasks,
+                plan=plan,
+                quarantine=quarantine,
+                staging_dir=staging_dir,
+            )
+        finally:
+            cancel_prefetch()
+
+
+def check_targets(out: Path, hub_repo: str | None) -> None:
+    """Every publish precondition (a writable output folder; with ``hub_repo`` a token in
+    ``HF_TOKEN`` and a valid repo id) before any work starts."""
+    LocalFolderTarget(out).check()
+    if hub_repo:
+        from bf_assets.publish.hub import HubTarget
+
+        HubTarget(hub_repo).check()
+
+
+def _warehouse_lock(roots: Sequence[str]) -> Path:
+    from bf_assets.defs.resources import local_warehouse
+
+    return local_warehouse(roots) / ".release.lock"
+
+
+@contextmanager
+def _waiting_lock(path: Path, what: str) -> Iterator[None]:
+    """An exclusive lock; when another release holds it, say so on stderr and wait."""
+
+    def busy() -> None:
+        sys.stderr.write(f"bf-assets: another release is running {what}; waiting for it\n")
+
+    with exclusive_lock(path, on_busy=busy):
+        yield
 
 
 def _ingest(job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]) -> list[str]:
@@ -200,7 +247,6 @@ def _release(
     from bf_assets.defs.resources import RunRoots
 
     out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
-    out.mkdir(parents=True, exist_ok=True)
     target_cfg: dict[str, Any] = {"out_dir": str(out), "hub_repo": hub_repo}
     if staging_dir:
         target_cfg["staging_dir"] = staging_dir

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,6 +86,11 @@ def _arrow_table(df: pd.DataFrame) -> pa.Table:
     return table
 
 
+def _temp_beside(path: UPath) -> UPath:
+    """A unique temporary name next to ``path`` (two writers never share one)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
 def _local_signature(path: UPath) -> tuple[int, int, int] | None:
     """``(mtime_ns, size, inode)`` of a local file; ``None`` for other filesystems."""
     if getattr(path, "protocol", "") not in ("", "file", "local"):
@@ -137,8 +143,14 @@ class ParquetUPathIOManager(dg.UPathIOManager):
                 f"is a {type(obj).__name__}"
             )
         self._parsed.pop(str(path), None)
-        with path.open("wb") as fh:
-            pq.write_table(_arrow_table(obj), fh)
+        tmp = _temp_beside(path)
+        try:
+            with tmp.open("wb") as fh:
+                pq.write_table(_arrow_table(obj), fh)
+            tmp.rename(path)  # a reader never sees half a table
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         sig = _local_signature(path)
@@ -243,10 +255,14 @@ class PickleUPathIOManager(dg.UPathIOManager):
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         self._loaded.pop(str(path), None)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with tmp.open("wb") as fh:
-            pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp.rename(path)
+        tmp = _temp_beside(path)
+        try:
+            with tmp.open("wb") as fh:
+                pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            tmp.rename(path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)

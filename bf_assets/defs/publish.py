@@ -11,6 +11,7 @@ import hashlib
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -25,9 +26,10 @@ from bf_assets.defs.io_managers import SOURCE_ATTR
 from bf_assets.defs.resources import REPO_ROOT, RunRoots, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
+from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
-from bf_assets.publish.targets import LocalFolderTarget, PublishError, PublishResult
+from bf_assets.publish.targets import PublishError, PublishResult
 from bf_assets.publish.verify import GateReport, verify_bundle
 
 PUBLISH_DIR_ENV = "BF_PUBLISH_DIR"
@@ -84,19 +86,29 @@ class PublishTarget(dg.ConfigurableResource):
             tag_prefix=self.tag_prefix,
         )
 
+    def hub(self) -> Any:
+        from bf_assets.publish.hub import HubTarget
+
+        return HubTarget(
+            self.hub_repo or "",
+            private=self.private,
+            endpoint=self.endpoint,
+            max_attempts=self.hub_max_attempts,
+            backoff_s=self.hub_backoff_s,
+        )
+
+    def check(self) -> None:
+        """Every target's preconditions (token, repo id, a writable folder), before anything
+        is written to any of them (raises ``PublishError``)."""
+        LocalFolderTarget(self.out_dir).check()
+        if self.hub_repo:
+            self.hub().check()
+
     def publish(self, bundle_dir: Path, tag: str) -> list[PublishResult]:
+        self.check()
         results = [LocalFolderTarget(self.out_dir).publish(bundle_dir, tag)]
         if self.hub_repo:
-            from bf_assets.publish.hub import HubTarget
-
-            hub = HubTarget(
-                self.hub_repo,
-                private=self.private,
-                endpoint=self.endpoint,
-                max_attempts=self.hub_max_attempts,
-                backoff_s=self.hub_backoff_s,
-            )
-            results.append(hub.publish(bundle_dir, tag))
+            results.append(self.hub().publish(bundle_dir, tag))
         return results
 
 

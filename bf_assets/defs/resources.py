@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -26,13 +28,28 @@ def warehouse_dir() -> str:
     return os.environ.get(WAREHOUSE_ENV) or str(REPO_ROOT / "data" / "warehouse")
 
 
-def local_warehouse() -> Path:
-    """The warehouse as a local folder (for files people open: reports, staged bundles);
-    ``data/`` under the repo when the warehouse is not on this machine's filesystem."""
+def roots_namespace(roots: Sequence[str]) -> str:
+    """A folder name for one set of run roots: tables of different run roots never share
+    files, even when their job directories have the same names."""
+    norm = sorted(os.path.abspath(r) for r in roots)
+    return "roots-" + hashlib.sha256("\0".join(norm).encode()).hexdigest()[:12]
+
+
+def namespaced_warehouse(base: str, roots: Sequence[str]) -> str:
+    return f"{base.rstrip('/')}/{roots_namespace(roots)}"
+
+
+def local_warehouse(roots: Sequence[str] | None = None) -> Path:
+    """The warehouse as a local folder (for files people open: reports, staged bundles),
+    the run roots' own sub-folder when ``roots`` is given; ``data/`` under the repo when the
+    warehouse is not on this machine's filesystem."""
     wh = warehouse_dir()
-    if "://" in wh and not wh.startswith("file://"):
-        return REPO_ROOT / "data"
-    return Path(wh.removeprefix("file://"))
+    base = (
+        REPO_ROOT / "data"
+        if "://" in wh and not wh.startswith("file://")
+        else Path(wh.removeprefix("file://"))
+    )
+    return base / roots_namespace(roots) if roots is not None else base
 
 
 def default_tasks_dir() -> str | None:

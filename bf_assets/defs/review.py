@@ -94,7 +94,7 @@ def _out(description: str, io_manager_key: str = PARQUET_IO) -> dg.AssetOut:
             "The dataset review: per-trial verdicts after coverage and manual quarantine, the "
             "export decision (exported, or excluded with its reason) and the release verdict; "
             "the report (Blockers, Coverage, Evidence, Residual risk, verdict) as Markdown in the "
-            "metadata and in <warehouse>/report/review.md.",
+            "metadata and in <warehouse>/<run roots>/report/review.md.",
             DATASET_IO,
         ),
     },
@@ -113,7 +113,7 @@ def dataset_review(
             "job directories under the run roots without validated_trials: "
             + ", ".join(ds.not_ingested[:20])
         )
-    return _coverage(ds), _parity(ds), _report(ds, run_roots, local_warehouse())
+    return _coverage(ds), _parity(ds), _report(ds, run_roots, local_warehouse(run_roots.roots))
 
 
 def _coverage(ds: DatasetReview) -> dg.Output[pd.DataFrame]:

@@ -34,7 +34,9 @@ from huggingface_hub import (  # noqa: E402
     HfApi,
     hf_hub_download,
 )
+from huggingface_hub.errors import HFValidationError  # noqa: E402
 from huggingface_hub.utils import _http as hf_http  # noqa: E402
+from huggingface_hub.utils import validate_repo_id  # noqa: E402
 
 from bf_assets.publish.manifest import MANIFEST_PATH  # noqa: E402
 from bf_assets.publish.targets import (  # noqa: E402
@@ -293,12 +295,22 @@ class HubTarget:
 
     # ------------------------------------------------------------------ publish
 
-    def publish(self, bundle_dir: Path, tag: str) -> PublishResult:
+    def check(self) -> str:
+        """The preconditions, before anything is written anywhere: a token in the
+        environment and a well-formed repo id.  Returns the token."""
         token = os.environ.get(TOKEN_ENV)
         if not token:
             raise PublishError(
                 f"{TOKEN_ENV} is not set: a write token is needed to publish to the Hub"
             )
+        try:
+            validate_repo_id(self.repo_id)
+        except HFValidationError as exc:
+            raise PublishError(f"{self.repo_id!r} is not a valid Hub repo id: {exc}") from None
+        return token
+
+    def publish(self, bundle_dir: Path, tag: str) -> PublishResult:
+        token = self.check()
         install_request_timeout(self.request_timeout_s)
         self._deadline = time.monotonic() + self.deadline_s
         bundle = BundleFiles.read(bundle_dir)

@@ -1,15 +1,15 @@
-"""Publish targets: where a verified bundle goes.
+"""What every publish target shares: the bundle's files as its manifest lists them, the
+result record and the error type.
 
-A bundle folder (``bf_assets.publish.bundle``) holds ``README.md``, ``data/<config>/…`` and
-``meta/manifest.json`` + ``meta/checksums.sha256``.  Every target publishes the files the
-manifest lists (plus the manifest and checksums), idempotently: publishing an unchanged
-bundle changes nothing, and a target always verifies what it wrote.
+A bundle folder (``bf_assets.publish.bundle``) holds ``README.md``, ``report/``,
+``data/<config>/…`` and ``meta/manifest.json`` + ``meta/checksums.sha256``.  Every target
+(``publish.local``, ``publish.hub``) publishes the files the manifest lists (plus the
+manifest and checksums), idempotently: publishing an unchanged bundle changes nothing, and a
+target always verifies what it wrote.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,7 +19,7 @@ import orjson
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 
-OWNED_DIRS = ("data", "meta")  # the publisher owns these folders of a target entirely
+OWNED_DIRS = ("data", "meta", "report")  # the publisher owns these folders of a target entirely
 CARD = "README.md"
 
 
@@ -95,66 +95,3 @@ class BundleFiles:
             return (order, p)
 
         return sorted(self.files, key=rank)
-
-
-class LocalFolderTarget:
-    """Publish into a local folder (default ``data/published``).
-
-    The folder's ``README.md``, ``data/`` and ``meta/`` belong to the publisher: files there
-    that the new release does not list are removed; anything else (e.g. ``report/``) is left
-    alone.  Files are written through a temporary name and ``os.replace``; unchanged files
-    are not rewritten; the manifest is written last.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-
-    def _stale(self, keep: set[str]) -> list[Path]:
-        out = []
-        for d in OWNED_DIRS:
-            base = self.path / d
-            if base.is_dir():
-                out += [
-                    p
-                    for p in base.rglob("*")
-                    if p.is_file() and p.relative_to(self.path).as_posix() not in keep
-                ]
-        return sorted(out)
-
-    def publish(self, bundle_dir: Path, tag: str | None = None) -> PublishResult:
-        bundle = BundleFiles.read(bundle_dir)
-        self.path.mkdir(parents=True, exist_ok=True)
-        changed = False
-        for rel in bundle.ordered():
-            sha, size = bundle.files[rel]
-            dst = self.path / rel
-            if dst.is_file() and dst.stat().st_size == size and sha256_file(dst) == sha:
-                continue
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dst.with_name(f".{dst.name}.tmp")
-            shutil.copyfile(bundle.root / rel, tmp)
-            os.replace(tmp, dst)
-            changed = True
-        for stale in self._stale(set(bundle.files)):
-            stale.unlink()
-            changed = True
-        for d in OWNED_DIRS:
-            for sub in (
-                sorted((self.path / d).rglob("*"), reverse=True) if (self.path / d).is_dir() else []
-            ):
-                if sub.is_dir() and not any(sub.iterdir()):
-                    sub.rmdir()
-        for rel, (sha, _) in bundle.files.items():
-            if sha256_file(self.path / rel) != sha:
-                raise PublishError(
-                    f"verification failed: {rel} in {self.path} does not match the manifest"
-                )
-        return PublishResult(
-            target="local",
-            location=str(self.path),
-            changed=changed,
-            files=len(bundle.files),
-            manifest_sha256=bundle.manifest_sha256,
-            verified=True,
-            tag=tag,
-        )
