@@ -164,9 +164,7 @@ def run_release(
         # The trials are read and reviewed in worker processes while Dagster starts; the
         # ingest run collects that batch when its trials and options are the same.
         trials = discover_trials(roots)
-        prefetch(
-            trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
-        )
+        prefetch(trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine))
         try:
             return _release(
                 roots,
