@@ -19,8 +19,10 @@ import bf_assets.definitions as definitions_module
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import REPO_ROOT, RunRoots
+from bf_assets.defs.resources import RunRoots
 from bf_assets.sample.generator import generate_corpus
+
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout
 
 JOB_NAMES = ("2026-07-01__00-00-00", "2026-07-02__00-00-00")
 KEYS = tuple(f"jobs/{name}" for name in JOB_NAMES)

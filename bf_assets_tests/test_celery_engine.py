@@ -49,7 +49,8 @@ from enginekit import (
 
 from bf_assets.defs.executors import DEFAULT_CELERY_BROKER, select_executor
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout
 
 # dagster-celery registers its task afresh for every step; Celery 5.7 warns about the name.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:dagster_celery.executor")

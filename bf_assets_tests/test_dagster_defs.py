@@ -13,7 +13,7 @@ import bf_assets.definitions as definitions_module
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import DEFAULT_RUN_ROOT, RunRoots, roots_namespace
+from bf_assets.defs.resources import RunRoots, default_run_root, roots_namespace
 from bf_assets.review.options import ReviewOptions
 
 JOB = "2026-06-01__00-00-00"
@@ -89,7 +89,7 @@ def test_asset_graph_shape() -> None:
 
 def test_run_roots_default_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("BF_RUN_ROOTS", raising=False)
-    assert RunRoots().roots == [str(DEFAULT_RUN_ROOT)]
+    assert RunRoots().roots == [str(default_run_root())]
     monkeypatch.setenv("BF_RUN_ROOTS", os.pathsep.join(["/a/jobs", "/b/jobs", ""]))
     assert RunRoots().roots == ["/a/jobs", "/b/jobs"]
     assert RunRoots(roots=["/c"]).roots == ["/c"]

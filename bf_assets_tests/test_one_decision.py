@@ -160,7 +160,7 @@ def test_every_output_names_the_same_exported_trials(
     )
     blocked = review["summary"]["release_verdict"] == "not_publishable"
     assert code == (3 if blocked else 0)
-    report_md = Path(printed["review report"].strip())
+    report_md = Path((printed.get("review report") or printed["blocked attempt"]).strip())
     bundle = report_md.parent.parent  # the release (published) or the refused staged bundle
     assert (bundle == out) is not blocked
 

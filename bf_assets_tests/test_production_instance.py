@@ -34,7 +34,8 @@ from enginekit import (
 )
 
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.resources import REPO_ROOT
+
+REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout
 
 psycopg2 = pytest.importorskip("psycopg2")
 pg_sql = pytest.importorskip("psycopg2.sql")

@@ -174,7 +174,7 @@ def test_a_failing_check_blocks_publish_and_publish_alone_refuses(
     assert materialized(res) == {*DATASET_ASSETS, "curated_rollouts"}
     got = check_results(res)
     assert not got["PUBLISH_SECRET"] and not got["PUBLISH_HOST_PATH"]
-    assert not got["PUBLISH_BANNED_KEY"] and not got["release_verdict_not_not_publishable"]
+    assert not got["PUBLISH_BANNED_KEY"] and not got["release_is_publishable"]
     assert got["PUBLISH_SCHEMA"] and got["PUBLISH_NOT_READY"]
     assert instance.get_latest_materialization_event(dg.AssetKey("published_dataset")) is None
     assert not (tmp_path / "published" / "data").exists()
@@ -203,7 +203,7 @@ def test_nothing_to_export_blocks_the_release(
     res = release(d, instance)
     assert not res.success and materialized(res) == {*DATASET_ASSETS, "curated_rollouts"}
     got = check_results(res)
-    assert got.pop("release_verdict_not_not_publishable") is False
+    assert got.pop("release_is_publishable") is False
     assert all(got.values())
 
 
@@ -240,7 +240,7 @@ def test_cli_release_exit_codes(
     printed = dict(
         line.split(":", 1) for line in capsys.readouterr().out.splitlines() if ":" in line
     )
-    report = Path(printed["review report"].strip())
+    report = Path((printed.get("review report") or printed["blocked attempt"]).strip())
     assert report.is_file() and report.name == "review.md"
     # published: the report is inside the release; blocked: nothing reaches --out, the
     # report stays with the staged bundle that was refused

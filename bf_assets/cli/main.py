@@ -232,6 +232,13 @@ def _release(args: argparse.Namespace) -> int:
     for p in args.runs:
         if not Path(p).is_dir():
             raise _UsageError(f"run root {p!r} is not a directory")
+    if not args.runs:
+        from bf_assets.defs.resources import default_run_root
+
+        if not default_run_root().is_dir():
+            raise _UsageError(
+                f"no run roots: pass --runs DIR (the default {default_run_root()} does not exist)"
+            )
     if args.tasks and not Path(args.tasks).is_dir():
         raise _UsageError(f"--tasks {args.tasks!r} is not a directory")
     for flag in ("plan", "quarantine"):
@@ -249,19 +256,27 @@ def _release(args: argparse.Namespace) -> int:
         quarantine=args.quarantine,
     )
     print(f"release verdict: {result.verdict}")
+    if result.exported is not None:
+        held = ", ".join(f"{k} {v}" for k, v in sorted(result.excluded.items())) or "none"
+        print(f"trials exported: {result.exported} (excluded: {held})")
+    for reason in result.reasons:
+        print(f"why:             {reason}")
     if result.status == PUBLISHED:
         print(f"dataset folder:  {result.out_dir}")
     else:
         print(f"dataset folder:  {result.out_dir} (unchanged: nothing was published)")
     if result.hub_url:
         print(f"hub dataset:     {result.hub_url} (commit {result.hub_commit}, tag {result.tag})")
-    print(f"review report:   {result.report_md}")
+    what = "review report:  " if result.status == PUBLISHED else "blocked attempt:"
+    print(f"{what} {result.report_md}")
     print(f"report (JSON):   {result.report_json}")
     if result.status == PUBLISHED:
         return EXIT_OK
     if result.status == BLOCKED:
         checks = ", ".join(result.failed_checks) or "the publish step's own verification"
-        sys.stderr.write(f"bf-assets: release blocked by the publish gate: {checks}\n")
+        sys.stderr.write(
+            f"bf-assets: the publish gate blocked the release ({checks}); nothing was published\n"
+        )
         return EXIT_BLOCKED
     sys.stderr.write(f"bf-assets: the release failed: {result.message or 'see the run log'}\n")
     return EXIT_ERROR

@@ -17,7 +17,6 @@ an ingest or publish step failed).
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,12 +33,10 @@ from bf_assets.publish.local import LocalFolderTarget, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RUNS = REPO_ROOT / "data" / "runs" / "jobs"
-DEFAULT_TASKS = REPO_ROOT / "data" / "runs" / "tasks"
 # The console shows warnings and errors; every event stays in the instance's run log.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-DEFAULT_OUT = REPO_ROOT / "data" / "published"
+# The console shows only what cannot be told otherwise: a blocked release is an outcome, not
+# an error, and is explained by ``bf-assets release`` itself (every event stays in the run log).
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
@@ -54,6 +51,9 @@ class ReleaseResult:
     failed_partitions: list[str]
     status: str = ERROR
     failed_checks: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # the decisive reasons of the verdict
+    excluded: dict[str, int] = field(default_factory=dict)  # excluded trials by reason
+    exported: int | None = None
     tag: str | None = None
     hub_url: str | None = None
     hub_commit: str | None = None
@@ -61,14 +61,19 @@ class ReleaseResult:
 
 
 def ensure_instance_home() -> Path:
+    """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder; a home without a
+    ``dagster.yaml`` gets the shipped instance defaults (package data)."""
+    from bf_assets.defaults import default_file
+    from bf_assets.defs.resources import project_dir
+
     home = os.environ.get("DAGSTER_HOME")
     if not home:
-        home = str(REPO_ROOT / ".dagster_home")
+        home = str(project_dir() / ".dagster_home")
         os.environ["DAGSTER_HOME"] = home
     Path(home).mkdir(parents=True, exist_ok=True)
     cfg = Path(home) / "dagster.yaml"
     if not cfg.exists():
-        shutil.copyfile(REPO_ROOT / "dagster.yaml", cfg)
+        cfg.write_bytes(default_file("dagster.yaml"))
     os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     return Path(home)
@@ -94,6 +99,9 @@ def _release_outcome(res: Any) -> dict[str, Any]:
             out["verdict"] = meta.get("release_verdict") or out["verdict"]
             out["tag"] = meta.get("tag")
             out["bundle"] = meta.get("bundle")
+            out["reasons"] = meta.get("release_reasons") or []
+            out["excluded"] = meta.get("excluded_by_reason") or {}
+            out["exported"] = meta.get("rows_exported")
         if mat.asset_key.to_user_string() == "published_dataset":
             out["published"] = True
             out["verdict"] = meta.get("release_verdict") or out["verdict"]
@@ -144,10 +152,12 @@ def run_release(
     quarantine: str | None = None,
     staging_dir: str | None = None,
 ) -> ReleaseResult:
-    roots = [str(Path(r).resolve()) for r in runs] or [str(DEFAULT_RUNS)]
-    if not runs and tasks is None and DEFAULT_TASKS.is_dir():
-        tasks = str(DEFAULT_TASKS)  # the sample's task tree goes with the sample runs
-    out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
+    from bf_assets.defs.resources import default_out_dir, default_run_root, default_tasks_root
+
+    roots = [str(Path(r).resolve()) for r in runs] or [str(default_run_root())]
+    if not runs and tasks is None and default_tasks_root().is_dir():
+        tasks = str(default_tasks_root())  # the sample's task tree goes with the sample runs
+    out = Path(out_dir).resolve() if out_dir else default_out_dir()
     try:
         check_targets(out, hub_repo)  # nothing is touched when a precondition fails
     except PublishError as exc:
@@ -242,9 +252,9 @@ def _release(
     from bf_assets.definitions import build_defs
     from bf_assets.defs.partitions import job_partitions
     from bf_assets.defs.publish import PublishTarget
-    from bf_assets.defs.resources import RunRoots
+    from bf_assets.defs.resources import RunRoots, default_out_dir
 
-    out = Path(out_dir).resolve() if out_dir else DEFAULT_OUT
+    out = Path(out_dir).resolve() if out_dir else default_out_dir()
     target_cfg: dict[str, Any] = {"out_dir": str(out), "hub_repo": hub_repo}
     if staging_dir:
         target_cfg["staging_dir"] = staging_dir
@@ -281,6 +291,9 @@ def _release(
     result.ok = result.status == PUBLISHED
     result.verdict = outcome.get("verdict") or result.verdict
     result.failed_checks = outcome["failed_checks"]
+    result.reasons = list(outcome.get("reasons") or [])
+    result.excluded = dict(outcome.get("excluded") or {})
+    result.exported = outcome.get("exported")
     result.tag = outcome.get("tag")
     result.hub_url = outcome.get("hub_url")
     result.hub_commit = outcome.get("hub_commit")

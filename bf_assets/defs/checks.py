@@ -1,14 +1,16 @@
 """Every gating asset check of the graph (all blocking, severity ERROR).
 
 On ``curated_rollouts``: ``PUBLISH_SECRET``, ``PUBLISH_HOST_PATH``, ``PUBLISH_BANNED_KEY``,
-``PUBLISH_SCHEMA``, ``PUBLISH_NOT_READY`` (``checks.md`` §2) and
-``release_verdict_not_not_publishable`` (§3).  All six read the same verification of the
-bundle (``bf_assets.publish.verify.verify_bundle``), memoized per process
-(``defs.publish.verified_index``), so with the in-process executor a release is scanned
-once.  A failing check stops ``published_dataset``
+``PUBLISH_SCHEMA``, ``PUBLISH_NOT_READY`` (``checks.md`` §2) and ``release_is_publishable``
+(§3), six checks of one multi-asset check (one step: the inputs are loaded once and the
+bundle is verified once against the dataset review's decision,
+``bf_assets.publish.verify.verify_bundle``).  A failing check stops ``published_dataset``
 in the same run; a run that skips the checks meets the same verification inside
-``published_dataset``.
+``published_dataset``.  The verdict check's metadata and description carry the decisive
+reasons and the coverage against its floor.
 """
+
+from collections.abc import Iterator
 
 import dagster as dg
 import pandas as pd
@@ -16,7 +18,7 @@ import pandas as pd
 from bf_assets.contract import CHECKS
 from bf_assets.curate.scan import PUBLISH_CHECKS
 from bf_assets.dataset.assemble import DatasetReview
-from bf_assets.defs.publish import ALL_PARTITIONS, load_candidates, verified_index
+from bf_assets.defs.publish import load_candidates, verified_index
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
 
@@ -52,6 +54,11 @@ def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:
     if name != VERDICT_CHECK:
         meta["n_findings"] = dg.MetadataValue.int(len(found))
         meta["findings"] = dg.MetadataValue.json([f.to_dict() for f in found[:20]])
+    else:
+        meta["reasons"] = dg.MetadataValue.json(report.reasons)
+        meta["coverage"] = dg.MetadataValue.json(report.coverage)
+        if report.reasons:
+            meta["why"] = dg.MetadataValue.md("\n".join(f"- {r}" for r in report.reasons))
     passed = report.passed(name)
     return dg.AssetCheckResult(
         check_name=name,
@@ -62,30 +69,36 @@ def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:
     )
 
 
-def _gate_check(name: str) -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset=CHECKED_ASSET,
-        name=name,
-        blocking=True,
-        description=DESCRIPTIONS[name],
-        additional_ins={
-            "review_report": dg.AssetIn(),
-            "raw_trials": dg.AssetIn(metadata=ALL_PARTITIONS),
-        },
-    )
-    def _check(
-        context: dg.AssetCheckExecutionContext,
-        run_roots: RunRoots,
-        curated_rollouts: pd.DataFrame,
-        review_report: DatasetReview,
-        raw_trials: dict[str, pd.DataFrame],
-    ) -> dg.AssetCheckResult:
-        report = gate_report(
-            run_roots, curated_rollouts, review_report, raw_trials, context.run.run_id
+@dg.multi_asset_check(
+    name="publish_gate",
+    specs=[
+        dg.AssetCheckSpec(
+            n,
+            asset=CHECKED_ASSET,
+            blocking=True,
+            description=DESCRIPTIONS[n],
+            additional_deps=["review_report", "raw_trials"],
         )
-        return check_result(name, report)
+        for n in GATE_CHECK_NAMES
+    ],
+    ins={
+        CHECKED_ASSET: dg.AssetIn(),
+        "review_report": dg.AssetIn(),
+        "raw_trials": dg.AssetIn(),  # a dict of whatever job partitions have a table
+    },
+)
+def publish_gate_checks(
+    context: dg.AssetCheckExecutionContext,
+    run_roots: RunRoots,
+    curated_rollouts: pd.DataFrame,
+    review_report: DatasetReview,
+    raw_trials: dict[str, pd.DataFrame],
+) -> Iterator[dg.AssetCheckResult]:
+    """One step for the whole gate: the bundle is verified once against the decision and
+    every check reads that one verification."""
+    report = gate_report(run_roots, curated_rollouts, review_report, raw_trials, context.run.run_id)
+    for name in GATE_CHECK_NAMES:
+        yield check_result(name, report)
 
-    return _check
 
-
-publish_gate: list[dg.AssetChecksDefinition] = [_gate_check(n) for n in GATE_CHECK_NAMES]
+publish_gate: list[dg.AssetChecksDefinition] = [publish_gate_checks]

@@ -11,7 +11,7 @@ bundle by path.  The training rows never travel through the IO manager.
 import dagster as dg
 import pandas as pd
 
-from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
 from bf_assets.defs.resources import RunRoots
@@ -88,7 +88,11 @@ def curated_rollouts(
         bundle_index(bundle),
         metadata={
             "dagster/row_count": dg.MetadataValue.int(len(bundle.files)),
-            "exported": dg.MetadataValue.int(len(bundle.exported)),
+            "files_written": dg.MetadataValue.int(len(bundle.files)),
+            "rows_exported": dg.MetadataValue.int(len(bundle.exported)),
+            "release_reasons": dg.MetadataValue.json(
+                reason_lines(final.assessment.decisive()) if final is not None else []
+            ),
             "bundle": dg.MetadataValue.path(str(bundle.path)),
             "tag": dg.MetadataValue.text(bundle.tag),
             "digest": dg.MetadataValue.text(bundle.digest),

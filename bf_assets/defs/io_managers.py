@@ -210,11 +210,14 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         """Every requested partition, one debug line for all of them (the base class logs an
         event per partition): a frame for one partition (``{key: frame}`` for a ``dict``
         parameter), ``{key: frame}`` for several (their concatenation for a ``DataFrame``
-        parameter).  A missing partition is an error unless ``allow_missing_partitions``."""
+        parameter).  A missing partition is an error unless ``allow_missing_partitions`` or
+        the parameter is a ``dict`` (then it is left out with a warning)."""
         keys = list(context.asset_partition_keys)
         paths = self._get_paths_for_partitions(context)
         meta = context.definition_metadata or {}
-        allow_missing = bool(meta.get("allow_missing_partitions", False))
+        # a ``dict`` parameter takes whatever partitions exist (every registered job that has
+        # a table); a frame parameter needs every partition it asked for
+        allow_missing = bool(meta.get("allow_missing_partitions", False)) or _wants_dict(context)
         out: dict[str, pd.DataFrame] = {}
         for key in keys:
             try:

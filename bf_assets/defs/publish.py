@@ -23,7 +23,7 @@ from bf_assets.curate.scan import SCHEMA
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.io_managers import SOURCE_ATTR
-from bf_assets.defs.resources import REPO_ROOT, RunRoots, local_warehouse
+from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
 from bf_assets.publish.local import LocalFolderTarget
@@ -57,7 +57,7 @@ class PublishTarget(dg.ConfigurableResource):
     """
 
     out_dir: str = Field(
-        default_factory=lambda: _env(PUBLISH_DIR_ENV, str(REPO_ROOT / "data" / "published")),
+        default_factory=lambda: _env(PUBLISH_DIR_ENV, str(default_out_dir())),
         description=f"Local dataset folder (default ${PUBLISH_DIR_ENV} or data/published).",
     )
     staging_dir: str = Field(

@@ -13,11 +13,30 @@ from pydantic import Field
 from bf_assets.dataset.reportfiles import ReportContext
 from bf_assets.review.options import ReviewOptions
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RUN_ROOT = REPO_ROOT / "data" / "runs" / "jobs"
+PROJECT_DIR_ENV = "BF_PROJECT_DIR"
+
+
+def project_dir() -> Path:
+    """Where the project's data lives: ``$BF_PROJECT_DIR``, else the current directory (never
+    the install location).  Defaults below it: ``data/runs/jobs`` (run roots),
+    ``data/runs/tasks``, ``data/warehouse``, ``data/published``, ``.dagster_home``."""
+    return Path(os.environ.get(PROJECT_DIR_ENV) or os.getcwd()).resolve()
+
+
+def default_run_root() -> Path:
+    return project_dir() / "data" / "runs" / "jobs"
+
+
+def default_tasks_root() -> Path:
+    return project_dir() / "data" / "runs" / "tasks"
+
+
+def default_out_dir() -> Path:
+    return project_dir() / "data" / "published"
+
+
 RUN_ROOTS_ENV = "BF_RUN_ROOTS"
 TASKS_ENV, PLAN_ENV, QUARANTINE_ENV = "BF_TASKS_DIR", "BF_PLAN", "BF_QUARANTINE"
-DEFAULT_TASKS_DIR = REPO_ROOT / "data" / "runs" / "tasks"
 
 
 WAREHOUSE_ENV = "BF_WAREHOUSE"
@@ -25,7 +44,7 @@ WAREHOUSE_ENV = "BF_WAREHOUSE"
 
 def warehouse_dir() -> str:
     """``$BF_WAREHOUSE`` (a local path or an fsspec URL), else ``data/warehouse``."""
-    return os.environ.get(WAREHOUSE_ENV) or str(REPO_ROOT / "data" / "warehouse")
+    return os.environ.get(WAREHOUSE_ENV) or str(project_dir() / "data" / "warehouse")
 
 
 def roots_namespace(roots: Sequence[str]) -> str:
@@ -45,7 +64,7 @@ def local_warehouse(roots: Sequence[str] | None = None) -> Path:
     warehouse is not on this machine's filesystem."""
     wh = warehouse_dir()
     base = (
-        REPO_ROOT / "data"
+        project_dir() / "data"
         if "://" in wh and not wh.startswith("file://")
         else Path(wh.removeprefix("file://"))
     )
@@ -56,8 +75,8 @@ def default_tasks_dir() -> str | None:
     """``$BF_TASKS_DIR``, else the sample's task tree when the default run root is in use."""
     if os.environ.get(TASKS_ENV):
         return os.environ[TASKS_ENV]
-    if not os.environ.get(RUN_ROOTS_ENV) and DEFAULT_TASKS_DIR.is_dir():
-        return str(DEFAULT_TASKS_DIR)
+    if not os.environ.get(RUN_ROOTS_ENV) and default_tasks_root().is_dir():
+        return str(default_tasks_root())
     return None
 
 
@@ -68,7 +87,7 @@ def default_run_roots() -> list[str]:
     """
     raw = os.environ.get(RUN_ROOTS_ENV, "")
     roots = [r for r in raw.split(os.pathsep) if r.strip()]
-    return roots or [str(DEFAULT_RUN_ROOT)]
+    return roots or [str(default_run_root())]
 
 
 class RunRoots(dg.ConfigurableResource):

@@ -30,7 +30,7 @@ from bf_assets.curate.scan import (
     scan_value,
 )
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
-from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.dataset.common import TrialKey
 from bf_assets.dataset.decide import CURATION_REASONS
 from bf_assets.findings import Finding, finding
@@ -38,7 +38,7 @@ from bf_assets.publish.bundle import worst_verdict
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 
-VERDICT_CHECK = "release_verdict_not_not_publishable"
+VERDICT_CHECK = "release_is_publishable"
 MAX_FINDINGS = 50
 SCAN_BATCH_ROWS = 4
 
@@ -51,6 +51,8 @@ class GateReport:
     rows: dict[str, int] = field(default_factory=dict)
     n_excluded: int = 0
     verdict: str = "not_publishable"
+    reasons: list[str] = field(default_factory=list)  # the decisive reasons of the verdict
+    coverage: dict[str, object] = field(default_factory=dict)  # ratio, floor, slots
 
     def add(self, f: Finding) -> None:
         bucket = self.findings.setdefault(f.check, [])
@@ -81,7 +83,9 @@ class GateReport:
         parts = [
             f"{c} ({len(self.findings.get(c, []))})" for c in self.failed if c != VERDICT_CHECK
         ]
-        return f"release verdict {self.verdict}; failed: {', '.join(parts) or VERDICT_CHECK}"
+        why = f" because: {'; '.join(self.reasons)}" if self.reasons else ""
+        failed = f"; failed: {', '.join(parts)}" if parts else ""
+        return f"release verdict {self.verdict}{why}{failed}"
 
 
 def _load_manifest(bundle: Path, report: GateReport) -> dict[str, Any] | None:
@@ -216,6 +220,14 @@ def _cross_check(
                 file=MANIFEST_PATH,
             )
         )
+    report.reasons = reason_lines(final.assessment.decisive())
+    cov = final.coverage
+    report.coverage = {
+        "coverage_ratio": cov.coverage_ratio,
+        "min_coverage": cov.min_coverage,
+        "below_floor": cov.below_floor,
+        **cov.summary,
+    }
     n_probe = sum(1 for d in final.decision.excluded if d.reason in ("oracle", "probe lane"))
     report.n_excluded = len(final.decision.excluded) - n_probe
     want = worst_verdict(
