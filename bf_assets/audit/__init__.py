@@ -60,6 +60,7 @@ def _task_text(t: TrialData) -> str:
         parts.extend(p for p in t.prompts.value if isinstance(p, str))
     pp = prompt_parts(t.llm.first_request)
     parts.extend(pp.first_user)
+    parts.extend(s["text"] for s in t.harbor.startup if isinstance(s.get("text"), str))
     return "\n".join(parts)
 
 
