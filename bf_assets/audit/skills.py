@@ -122,7 +122,9 @@ def locate_harbor(t: TrialData, reader: str) -> tuple[Located, HarborCatalog | N
     if cats:
         c = cats[0]
         return Located(_harbor_catalog(c), c.source, c.file, c.line, None, c.startup, True), loaded
-    if startup is not None:  # the startup prompt is on disk but lists no skills
+    if startup is not None and reader == "terminus":
+        # terminus's first prompt is its whole startup prompt (system text included) and it
+        # lists no skills; Claude Code's and Gemini CLI's logs hold only the task prompt
         return Located(None, "startup prompt", startup["file"], startup["line"], None, True, True), loaded
     return Located(), loaded
 

@@ -46,8 +46,6 @@ HARBOR_INFRA_EXCEPTIONS = frozenset(
         "DockerError",
         "DaytonaError",
         "AgentSetupTimeoutError",
-        "ValueError",
-        "RuntimeError",
     }
 )
 # Text markers, checked only when no category decides.  Word-bounded and specific.
