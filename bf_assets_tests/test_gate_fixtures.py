@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, Trial, check_ids, healthy_spec
+from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, check_ids, healthy_spec
 
 from bf_assets.gate.run import run_gate
 from bf_assets.ingest.discovery import discover

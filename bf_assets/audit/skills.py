@@ -125,7 +125,9 @@ def locate_harbor(t: TrialData, reader: str) -> tuple[Located, HarborCatalog | N
     if startup is not None and reader == "terminus":
         # terminus's first prompt is its whole startup prompt (system text included) and it
         # lists no skills; Claude Code's and Gemini CLI's logs hold only the task prompt
-        return Located(None, "startup prompt", startup["file"], startup["line"], None, True, True), loaded
+        return Located(
+            None, "startup prompt", startup["file"], startup["line"], None, True, True
+        ), loaded
     return Located(), loaded
 
 
@@ -303,7 +305,9 @@ def audit_skills(
     return block, findings
 
 
-def _loaded_only(block: dict[str, Any], expected: list[str], mode: str | None, reasons: list[str]) -> None:
+def _loaded_only(
+    block: dict[str, Any], expected: list[str], mode: str | None, reasons: list[str]
+) -> None:
     """Only the loaded skills are on record (terminus ``skills_loaded`` without its first
     prompt): a with-skill trial that loaded every expected skill proved its load; anything
     else cannot be judged without the startup catalog."""

@@ -465,8 +465,9 @@ def _gemini_native(
             cl = (lines.key("id", cid) if isinstance(cid, str) else None) or ml
             name = str(c.get("name") or "")
             desc = c.get("description")
-            if name == "activate_skill" and isinstance(desc, str):
-                _gemini_catalog(fold.log, desc, file, cl, "activate_skill tool description")
+            if name == "activate_skill" and isinstance(desc, str) and "(Available:" in desc:
+                dl = lines.key("description") or cl  # the description follows the result
+                _gemini_catalog(fold.log, desc, file, dl, "activate_skill tool description")
             out = _gemini_result(c.get("result"))
             if name == "activate_skill" and "Available skills" in out:
                 _gemini_catalog(fold.log, out, file, cl, "activate_skill error: Available skills")
