@@ -191,7 +191,9 @@ def test_harbor_dogfood_production_result(harbor: dict[str, TrialReview]) -> Non
 # --------------------------------------------------------------------------- trialkit fidelity
 
 
-def test_built_healthy_trial_mirrors_the_writer_fixture(fixtures_dir: Path, runs_root: Path) -> None:
+def test_built_healthy_trial_mirrors_the_writer_fixture(
+    fixtures_dir: Path, runs_root: Path
+) -> None:
     """trialkit's healthy trial, without the proof of a skill load it adds by default, is
     Benchflow's aaaa1111 up to timestamps (same files, keys, key order, LLM exchanges and
     training row), so the suite tests the real format."""
