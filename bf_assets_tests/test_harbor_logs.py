@@ -291,6 +291,59 @@ def test_terminus_episode_files_are_read_when_the_trajectory_is_absent(tmp_path:
     assert f.file == "agent/episode-0/response.txt" and "SKILL.md" in f.message
 
 
+def test_terminus_atif_startup_catalog_and_keystrokes(tmp_path: Path) -> None:
+    """Newer terminus runs write ATIF: the system step is the startup prompt."""
+    catalog = [
+        {
+            "name": "mesh-analysis",
+            "description": "Meshes.",
+            "location": "/root/.claude/skills/mesh-analysis",
+        }
+    ]
+    first = (
+        TERMINUS_HEAD + "available_skills:\n" + json.dumps(catalog, indent=2) + "\n" + TERMINUS_TAIL
+    )
+    atif = {
+        "schema_version": "ATIF-v1.6",
+        "session_id": "s1",
+        "agent": {
+            "name": "terminus-2-skills",
+            "version": "2.0.0",
+            "model_name": "claude-haiku-4-5",
+        },
+        "steps": [
+            {"step_id": 1, "source": "system", "message": first},
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "Reading the skill.",
+                "tool_calls": [
+                    {
+                        "tool_call_id": "call_0_1",
+                        "function_name": "bash_command",
+                        "arguments": {
+                            "keystrokes": "cat /root/.claude/skills/mesh-analysis/SKILL.md\n"
+                        },
+                    }
+                ],
+                "observation": {
+                    "results": [{"source_call_id": "call_0_1", "content": "# Mesh Analysis"}]
+                },
+            },
+        ],
+    }
+    res = harbor_result("m__QQQQQQQ", "terminus-2-skills")
+    res["agent_result"]["metadata"] = {"skills_loaded": [], "references_loaded": []}
+    write_trial(tmp_path, "no_skills/m__QQQQQQQ", res, {"agent/trajectory.json": atif})
+    tasks = task_tree(tmp_path / "tasks", "m", "mesh-analysis")
+    r = review(scanned(tmp_path)["m__QQQQQQQ"], tasks)
+    assert r.skills["catalog_format"] == "terminus_available_skills"
+    assert r.skills["skills"] == ["mesh-analysis"] and r.skills["line"] == 11  # "step_id": 1
+    assert {"NOSKILL_CATALOG_INJECTED", "NOSKILL_LEAK"} <= checks(r)
+    (leak,) = [f for f in of(r, "NOSKILL_LEAK") if "bash_command" in f.message]
+    assert leak.file == "agent/trajectory.json" and leak.line is not None
+
+
 # --------------------------------------------------------------------------- Gemini CLI
 
 

@@ -406,12 +406,16 @@ def _atif(fold: _Fold, value: dict[str, Any], data: bytes, file: str) -> None:
         sl = lines.key("step_id", step.get("step_id")) if "step_id" in step else None
         src = step.get("source")
         msg = step.get("message")
-        if src == "user":
-            if first_user:
-                fold.log.startup.append({"file": file, "line": sl, "text": _clip(_texts(msg))})
-                first_user = False
+        if src in ("system", "user"):
+            text = _texts(msg)
+            if src == "system" or first_user:  # the startup prompt (terminus ATIF: system)
+                fold.log.startup.append({"file": file, "line": sl, "text": _clip(text)})
+                cat = terminus_catalog(text, file, sl)
+                if cat is not None and not any(c.kind == "catalog" for c in fold.log.catalogs):
+                    fold.log.catalogs.append(cat)
+                first_user = first_user and src != "user"
             else:
-                fold.observation(file, sl, _texts(msg))
+                fold.observation(file, sl, text)
             continue
         fold.said(file, sl, _texts(msg))
         calls = step.get("tool_calls")
