@@ -221,3 +221,20 @@ def test_a_proven_with_skill_pass_is_publishable_and_the_unproven_one_is_not(
     assert r.verdict == "quarantined" and "SKILL_CATALOG_UNKNOWN" in checks(r)
     cfg = json.loads(t.file("config.json").read_text())
     assert "task_skills" not in cfg
+
+
+def test_exception_txt_gives_the_origin_when_result_json_has_no_traceback(tmp_path: Path) -> None:
+    exc = exception(
+        "ValueError",
+        "Environment variable 'OPENAI_API_KEY' not found in host environment",
+        (HARBOR, "_verify_with_retry"),
+        ("harbor/verifier/verifier.py", "verify"),
+    )
+    tb = exc.pop("exception_traceback")
+    res = harbor_result("t__EEEEEEE", "claude-code", reward=None, exception=exc, verifier=None)
+    log = "Trial t__EEEEEEE failed: Environment variable 'OPENAI_API_KEY' not found in host environment\n"
+    write_trial(tmp_path, "no_skills/t__EEEEEEE", res, {"exception.txt": tb, "trial.log": log})
+    r = review(scanned(tmp_path)["t__EEEEEEE"])  # only exception.txt names the verifier
+    assert "GATE_VERIFIER_ERROR" in checks(r) and "GATE_INFRA_ERROR" not in checks(r)
+    (attr,) = of(r, "ATTR_EXPERIMENT_FIDELITY")
+    assert "OPENAI_API_KEY" in attr.message

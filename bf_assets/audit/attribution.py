@@ -119,6 +119,12 @@ def _error_texts(t: TrialData) -> list[tuple[str, str]]:
     exc = r.get("exception_info")
     if isinstance(exc, dict) and isinstance(exc.get("exception_message"), str):
         out.append(("result.json:exception_info", exc["exception_message"]))
+    log = t.harbor.texts.get("trial.log") or ""
+    for n, line in enumerate(log.splitlines()[:2000], start=1):  # Harbor's own failure lines
+        if " failed: " in line or line.startswith(("Error", "ERROR")):
+            out.append((f"trial.log:{n}", line))
+            if len(out) >= 8:
+                break
     return out
 
 

@@ -215,6 +215,9 @@ def _harbor_view(t: TrialData, r: dict[str, Any]) -> ResultView:
         v.exception_type = _str(exc.get("exception_type"))
         msg = _str(exc.get("exception_message")) or ""
         v.error = f"{v.exception_type}: {msg}" if v.exception_type else msg or None
+        tb_file = t.harbor.texts.get("exception.txt")
+        if tb_file and not _str(exc.get("exception_traceback")):  # the traceback Harbor kept
+            exc = {**exc, "exception_traceback": tb_file}
         _classify_harbor_exception(v, exc, msg, r)
     ver = r.get("verifier") if isinstance(r.get("verifier"), dict) else {}
     if v.verifier_error is None and ver.get("started_at") and r.get("verifier_result") is None:
