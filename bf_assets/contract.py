@@ -164,6 +164,12 @@ _SPECS = [
         added=True,
     ),
     CheckSpec(
+        "AGENT_LOG_INVALID",
+        B,
+        "a Harbor agent log is present but empty, unparsable or of no known shape",
+        added=True,
+    ),
+    CheckSpec(
         "GATE_TRAJECTORY_UNTRUSTED",
         B,
         "trajectory_source is scraped or hosted_env: agent-forgeable, not a captured trajectory",

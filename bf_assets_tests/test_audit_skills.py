@@ -91,8 +91,9 @@ def test_name_matching_lowercases_and_maps_underscores(tmp_path: Path) -> None:
     assert s["task_skills_loading"] == 1 and s["loaded_task_skills"] == list(SALES.skill_names)
 
 
-@pytest.mark.parametrize("harness", ["opencode", "mimo", "deepagents", "terminus-2"])
+@pytest.mark.parametrize("harness", ["goose", "terminus-2", "claude-code"])
 def test_harness_without_extractor_is_catalog_unknown(tmp_path: Path, harness: str) -> None:
+    """An unregistered harness, or a Harbor agent without its logs: never inferred."""
     llm = [
         harness_request("codex-acp", True),
         chat_response(),

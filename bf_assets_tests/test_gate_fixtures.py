@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, Trial, check_ids
+from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, check_ids, healthy_spec
 
 from bf_assets.batch.run import review_roots
 from bf_assets.gate.run import run_gate
@@ -193,9 +193,13 @@ def test_harbor_dogfood_production_result(harbor: dict[str, TrialReview]) -> Non
 # --------------------------------------------------------------------------- trialkit fidelity
 
 
-def test_built_healthy_trial_mirrors_the_writer_fixture(fixtures_dir: Path, trial: Trial) -> None:
-    """trialkit's healthy trial is Benchflow's aaaa1111 up to timestamps (same files, keys,
-    key order, LLM exchanges and training row), so the suite tests the real format."""
+def test_built_healthy_trial_mirrors_the_writer_fixture(
+    fixtures_dir: Path, runs_root: Path
+) -> None:
+    """trialkit's healthy trial, without the proof of a skill load it adds by default, is
+    Benchflow's aaaa1111 up to timestamps (same files, keys, key order, LLM exchanges and
+    training row), so the suite tests the real format."""
+    trial = healthy_spec(proven=False).write(runs_root)
     fx = fixtures_dir / "benchflow-writer" / "jobs" / JOB / "demo-task__aaaa1111"
 
     def files(p: Path) -> set[str]:

@@ -229,12 +229,21 @@ def test_local_folder_is_idempotent_and_keeps_foreign_files(
 
 def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: Path) -> None:
     """Benchflow's own writer output (copied), with a secret, a host path and reasoning fields
-    planted where the gate allows them: the trial is exported and none of it is published."""
+    planted where the gate allows them: the trial is exported and none of it is published.
+
+    The copy of the with-skill pass is made a no-skill run: as written it proves no skill
+    load (no catalog, no known task skill), so it is quarantined (SKILL_CATALOG_UNKNOWN,
+    checks.md §1) and could not be exported."""
     from bf_assets.batch.run import review_roots
 
     job = "2026-06-01__00-00-00"
     root = tmp_path / "jobs"
     shutil.copytree(fixtures_dir / "benchflow-writer" / "jobs" / job, root / job)
+    for rel in ("config.json", "result.json"):
+        doc_path = root / job / "demo-task__aaaa1111" / rel
+        doc = json.loads(doc_path.read_text())
+        doc.update(skill_mode="no-skill", include_task_skills=False)
+        doc_path.write_text(json.dumps(doc, indent=2))
     rows_file = root / job / "demo-task__aaaa1111" / "results.jsonl"
     row = json.loads(rows_file.read_text())
     row["completion"][1]["content"] = f"ok {SECRET} in {HOST}"

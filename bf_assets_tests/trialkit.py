@@ -85,10 +85,23 @@ def tool_result(call_id: str, content: str = "ok") -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": content}
 
 
-def opening() -> list[dict[str, Any]]:
-    """The startup request messages: system prompt and the task instruction."""
+TASK_SKILL = "demo-skill"
+# The Codex skills block a with-skill codex-acp run carries at startup, listing the task's
+# skill: the proof of a skill load a with-skill trial needs to be publishable (checks.md §1).
+SKILLS_CATALOG = (
+    "<skills_instructions>\n## Skills\n### Available skills\n"
+    f"- {TASK_SKILL}: Writes the files the demo task asks for. "
+    f"(file: /skills/{TASK_SKILL}/SKILL.md)\n"
+    "### How to use skills\nOpen a skill's SKILL.md before using it.\n</skills_instructions>"
+)
+
+
+def opening(proven: bool = False) -> list[dict[str, Any]]:
+    """The startup request messages: system prompt and the task instruction (``proven``:
+    the system prompt also lists the task skill, see :data:`SKILLS_CATALOG`)."""
+    system = f"{SYSTEM_PROMPT}\n{SKILLS_CATALOG}" if proven else SYSTEM_PROMPT
     return [
-        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "system", "content": system},
         {"role": "user", "content": INSTRUCTION},
     ]
 
@@ -610,14 +623,20 @@ def _row(task: str, rollout: str) -> dict[str, Any]:
 
 
 def healthy_spec(
-    *, task: str = TASK, rollout_id: str = "aaaa1111", tools: bool = True
+    *, task: str = TASK, rollout_id: str = "aaaa1111", tools: bool = True, proven: bool = True
 ) -> TrialSpec:
     """A valid with-skill pass: ``outcome == "pass"``, healthy, training-ready, publishable.
 
     ``tools=False`` gives the same pass without any tool call (one exchange, one step).
+    ``proven`` (the default) proves its skill load, as a publishable with-skill trial must:
+    ``config.json`` declares the task skill (``task_skills``) and the startup request lists
+    it.  ``proven=False`` is Benchflow's writer fixture ``demo-task__aaaa1111`` exactly (up
+    to timestamps): no catalog, no declared skill, so quarantined (SKILL_CATALOG_UNKNOWN).
     """
     rollout = f"{task}__{rollout_id}"
     config = _config(task)
+    if proven:
+        config["task_skills"] = [TASK_SKILL]
     if tools:
         call = tool_call("call_1", "echo hi > hello.txt")
         acp = [
@@ -633,15 +652,15 @@ def healthy_spec(
             },
             {"type": "agent_message", "text": "Done."},
         ]
-        first = chat_exchange(opening(), assistant(None, call), usage=(100, 20), took=2)
-        follow = [*opening(), assistant(None, call), tool_result("call_1")]
+        first = chat_exchange(opening(proven), assistant(None, call), usage=(100, 20), took=2)
+        follow = [*opening(proven), assistant(None, call), tool_result("call_1")]
         llm = [first, chat_exchange(follow, assistant("Done."), usage=(140, 5), second=3, n=2)]
     else:
         acp = [
             {"type": "user_message", "text": INSTRUCTION},
             {"type": "agent_message", "text": "Done."},
         ]
-        llm = [chat_exchange(opening(), assistant("Done."), usage=(100, 5), second=0)]
+        llm = [chat_exchange(opening(proven), assistant("Done."), usage=(100, 5), second=0)]
     spec = TrialSpec(
         task=task,
         rollout=rollout,

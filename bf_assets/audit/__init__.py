@@ -60,6 +60,7 @@ def _task_text(t: TrialData) -> str:
         parts.extend(p for p in t.prompts.value if isinstance(p, str))
     pp = prompt_parts(t.llm.first_request)
     parts.extend(pp.first_user)
+    parts.extend(s["text"] for s in t.harbor.startup if isinstance(s.get("text"), str))
     return "\n".join(parts)
 
 
@@ -103,6 +104,20 @@ def _hacks(t: TrialData, ev: Events) -> list[Finding]:
     return hacking.hack_findings(t, ev, hacking.HackContext(text, hosts, declared))
 
 
+def _agent_log_findings(t: TrialData) -> list[Finding]:
+    """``AGENT_LOG_INVALID`` for each Harbor agent log that is on disk but unreadable: the
+    agent's actions cannot be audited (fail closed)."""
+    return [
+        finding(
+            "AGENT_LOG_INVALID",
+            f"{p.message}: the agent's actions in it cannot be audited",
+            file=p.file,
+            line=p.line,
+        )
+        for p in t.harbor.problems[:10]
+    ]
+
+
 def audit_trial(
     t: TrialData,
     ctx: AuditContext,
@@ -130,6 +145,7 @@ def audit_trial(
         block.update(b)
         return f
 
+    found += _agent_log_findings(t)
     found += _guard("SKILL_CATALOG_UNKNOWN", "skill-catalog", run_skills, failures)
     task_dir = find_task_dir(t, ctx.tasks_dir)
     if outcome != "oracle":

@@ -4,7 +4,8 @@ The gate (``bf_assets.gate.verdict.attribution_reason``) classifies from ``error
 and a few error-text markers.  This adds the specific cause: which declared environment key
 (``run_config.required_env``, scene ``env_keys``, the task's ``task.toml``) is missing, a
 missing credential, a dependency install, network, permission or resource failure, found in
-the error texts or (for keys and resources) in the agent's tool output.  It always names the
+the error texts or (for keys and resources) in the agent's tool output, or a broken
+recording (a Harbor agent log that is present but cannot be read).  It always names the
 cause in its message; when the gate already raised ``ATTR_EXPERIMENT_FIDELITY`` the caller
 keeps the more specific of the two.
 """
@@ -24,7 +25,7 @@ _MISSING_CTX = r"(?:missing|not set|unset|undefined|not defined|not provided|is 
 _CRED_NAME = r"[A-Z][A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?|ACCESS_KEY(?:_ID)?)"
 GENERIC_KEY = re.compile(
     rf"(?i:missing|unset|not set|undefined|no)\s+(?:required\s+)?(?:env(?:ironment)?\s+(?:variable|var)\s+)?[`'\"]?({_CRED_NAME})\b|"
-    rf"\b({_CRED_NAME})[`'\"]?\s+(?i:is\s+)?(?i:not set|missing|unset|undefined|required|empty)|"
+    rf"\b({_CRED_NAME})[`'\"]?\s+(?i:is\s+)?(?i:not set|missing|unset|undefined|required|empty|not found)|"
     rf"KeyError:\s*['\"]({_CRED_NAME})['\"]"
 )
 # A credential name ends in one of these (upper case; see _CRED_NAME).
@@ -118,6 +119,12 @@ def _error_texts(t: TrialData) -> list[tuple[str, str]]:
     exc = r.get("exception_info")
     if isinstance(exc, dict) and isinstance(exc.get("exception_message"), str):
         out.append(("result.json:exception_info", exc["exception_message"]))
+    log = t.harbor.texts.get("trial.log") or ""
+    for n, line in enumerate(log.splitlines()[:2000], start=1):  # Harbor's own failure lines
+        if " failed: " in line or line.startswith(("Error", "ERROR")):
+            out.append((f"trial.log:{n}", line))
+            if len(out) >= 8:
+                break
     return out
 
 
@@ -132,6 +139,7 @@ def attribution_findings(
     """One ``ATTR_EXPERIMENT_FIDELITY`` naming the specific cause, when one is found."""
     if outcome not in NON_PASS:
         return []
+    broken = list(t.harbor.problems)
     errors = _error_texts(t)
     observed = [(f"{o.file}:{o.line}", o.text) for o in ev.observations]
     causes: list[str] = []
@@ -171,6 +179,9 @@ def attribution_findings(
         ):
             causes.append("too little compute, memory or disk")
             cite = cite or (src, text)
+    for p in broken[:1]:  # a Harbor agent log that cannot be read: a broken recording
+        causes.append(f"broken recording: {p.message}")
+        cite = cite or (f"{p.file}:{p.line or ''}", p.message)
     if not causes:
         return []
     src, text = cite or ("result.json", "")

@@ -1,5 +1,8 @@
 """Startup skill catalogs per harness (review-rules §3.2), read from request bodies.
 
+Which reader a harness uses is the ``catalog`` column of the harness table
+(:mod:`bf_assets.ingest.harnesses`); Harbor agents' catalogs come from their logs.
+
 Each extractor looks only at the startup prompt parts its harness uses (system /
 developer messages, Claude's first-user ``<system-reminder>``), never at tool outputs or
 tool declarations, and returns the exact catalog text (hashed as is) and its entries.
@@ -11,18 +14,6 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
-
-FAMILIES = {
-    "codex-acp": "codex",
-    "codex": "codex",
-    "openhands": "openhands",
-    "gemini": "gemini",
-    "gemini-cli": "gemini",
-    "claude-agent-acp": "claude",
-    "claude-code": "claude",
-    "claude-code-acp": "claude",
-    "pi-acp": "pi",
-}
 
 _CODEX_BLOCK = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
 _CODEX_LIST = re.compile(r"### Available skills\n(.*?)(?:\n### |\Z)", re.S)
@@ -36,6 +27,10 @@ _CLAUDE_BLOCK = re.compile(
 )
 _CLAUDE_ENTRY = re.compile(r"^- ([^:\n]+): (.*?)(?=\n- |\Z)", re.S | re.M)
 _PI = re.compile(r"pi, a coding agent harness|pi-coding-agent")
+_MD_SKILLS = re.compile(r"^## Available Skills\n((?:- \*\*[^*\n]+\*\*:[^\n]*\n?)*)", re.M)
+_MD_ENTRY = re.compile(r"^- \*\*([^*\n]+)\*\*: ?(.*)$", re.M)
+_NO_SKILLS = "No skills are currently available."
+_HARVEY_SKILL = re.compile(r"^## Skill: ([^\n]+)$", re.M)
 
 
 @dataclass(slots=True)
@@ -46,6 +41,7 @@ class PromptParts:
     developer: list[str] = field(default_factory=list)
     first_user: list[str] = field(default_factory=list)
     tool_names: set[str] = field(default_factory=set)
+    tool_descriptions: dict[str, str] = field(default_factory=dict)  # name -> description
 
     def all_text(self) -> str:
         return "\n".join([*self.system, *self.developer, *self.first_user])
@@ -117,6 +113,8 @@ def prompt_parts(body: Any) -> PromptParts:
             fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
             if isinstance(fn.get("name"), str):
                 pp.tool_names.add(fn["name"])
+                if isinstance(fn.get("description"), str):
+                    pp.tool_descriptions[fn["name"]] = fn["description"]
             for decl in tool.get("functionDeclarations") or []:
                 if isinstance(decl, dict) and isinstance(decl.get("name"), str):
                     pp.tool_names.add(decl["name"])
@@ -186,11 +184,66 @@ def extract_claude(pp: PromptParts) -> Catalog | None:
     return None
 
 
+def extract_opencode(pp: PromptParts) -> Catalog | None:
+    """OpenCode and its MiMo fork (``Skill.fmt``): ``<available_skills>`` in a system message
+    (verbose), else ``## Available Skills`` bullets, else the explicit empty sentence; the
+    ``skill`` tool's description carries the same list in some versions."""
+    texts = [*pp.system, *pp.developer]
+    if "skill" in pp.tool_descriptions:
+        texts.append(pp.tool_descriptions["skill"])
+    for text in texts:
+        m = _AVAILABLE.search(text)
+        if m:
+            return Catalog("opencode_available_skills", m.group(1), _xml_entries(m.group(1)), True)
+        md = _MD_SKILLS.search(text)
+        if md:
+            skills = [
+                {"name": e.group(1).strip(), "description": e.group(2).strip()}
+                for e in _MD_ENTRY.finditer(md.group(1))
+            ]
+            return Catalog("opencode_available_skills_md", md.group(0), skills, True)
+        if _NO_SKILLS in text:
+            return Catalog("opencode_no_skills", _NO_SKILLS, [], True)
+    return None
+
+
+def extract_openclaw(pp: PromptParts) -> Catalog | None:
+    """OpenClaw's system prompt ``## Skills`` section: ``<available_skills>`` with name,
+    description and the ``SKILL.md`` location the agent is told to read."""
+    for text in (*pp.system, *pp.developer):
+        m = _AVAILABLE.search(text)
+        if m:
+            return Catalog("openclaw_available_skills", m.group(1), _xml_entries(m.group(1)), True)
+    return None
+
+
+def extract_harvey(pp: PromptParts) -> Catalog | None:
+    """Harvey LAB's system prompt appends ``## Skill: <name>`` and the manual per harness
+    skill (harness-global; Benchflow mounts no task skills for it)."""
+    for text in pp.system:
+        first = _HARVEY_SKILL.search(text)
+        if first:
+            skills = [{"name": m.group(1).strip()} for m in _HARVEY_SKILL.finditer(text)]
+            return Catalog("harvey_skill_manuals", text[first.start() :], skills, True)
+    return None
+
+
+# Request-body catalog readers by the harness table's ``catalog`` name.
 EXTRACTORS = {
     "codex": extract_codex,
     "openhands": extract_openhands,
     "gemini": extract_gemini,
     "claude": extract_claude,
+    "opencode": extract_opencode,
+    "openclaw": extract_openclaw,
+    "harvey": extract_harvey,
+}
+# Harbor agent-log readers: their catalogs are folded while the logs are read
+# (bf_assets.ingest.harbor), matched here by format prefix.
+HARBOR_READERS = {
+    "claude_stream": ("claude_code_init_skills",),
+    "gemini_log": ("gemini_activate_skill",),
+    "terminus": ("terminus_available_skills",),
 }
 
 

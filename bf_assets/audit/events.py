@@ -37,7 +37,7 @@ _ERRORISH = re.compile("(?i)" + "|".join(re.escape(w) for w in _ERRORISH_WORDS))
 class Action:
     """One tool call of the agent."""
 
-    source: str  # "acp" or "llm"
+    source: str  # "acp", "llm" or "harbor" (a Harbor agent log)
     file: str  # trajectory file, relative to the trial
     line: int
     tool: str  # tool name or ACP kind, as recorded
@@ -188,8 +188,22 @@ def _llm_action(d: dict[str, Any]) -> Action:
     )
 
 
+def _harbor_action(d: dict[str, Any]) -> Action:
+    args = d.get("args")
+    return Action(
+        "harbor",
+        str(d.get("file") or ""),
+        int(d.get("line") or 0),
+        str(d.get("name") or ""),
+        args=args if isinstance(args, dict) else {},
+        args_text=str(d.get("text") or ""),
+        call_id=str(d["id"]) if d.get("id") else None,
+    )
+
+
 def collect(t: TrialData) -> Events:
-    """Every agent action and observation of the trial, ACP first, in file order."""
+    """Every agent action and observation of the trial, ACP first, in file order (then the
+    Harbor agent logs, which a Harbor trial has instead of both trajectories)."""
     actions = [_acp_action(ev) for ev in t.acp.tool_events if isinstance(ev, dict)]
     observations = [
         Observation("acp", ACP_FILE, a.line, None, a.observation) for a in actions if a.observation
@@ -201,4 +215,10 @@ def collect(t: TrialData) -> Events:
             observations.append(
                 Observation("llm", LLM_FILE, int(o.get("line") or 0), cid, o["text"])
             )
+    actions.extend(_harbor_action(d) for d in t.harbor.actions)
+    for o in t.harbor.observations:
+        cid = str(o["id"]) if o.get("id") else None
+        observations.append(
+            Observation("harbor", str(o["file"]), int(o.get("line") or 0), cid, o["text"])
+        )
     return Events(actions, observations)

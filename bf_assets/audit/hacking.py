@@ -220,7 +220,9 @@ def scan_actions(ev: Events, hc: HackContext) -> list[Finding]:
 
 def _assistant_findings(t: TrialData) -> Iterator[Finding]:
     n = 0
-    for item in t.llm.assistant_texts:
+    texts = [{"file": "trajectory/llm_trajectory.jsonl", **x} for x in t.llm.assistant_texts]
+    texts += t.harbor.assistant_texts  # Harbor agent logs carry their own file
+    for item in texts:
         text = item.get("text") if isinstance(item, dict) else None
         m = (
             _EVAL_AWARE.search(text)
@@ -232,7 +234,7 @@ def _assistant_findings(t: TrialData) -> Iterator[Finding]:
             yield finding(
                 "HACK_SUSPECTED",
                 f"eval-awareness in assistant text: {m.group(0)!r}",
-                file="trajectory/llm_trajectory.jsonl",
+                file=item.get("file"),
                 line=item.get("line"),
                 evidence=text,
             )

@@ -58,7 +58,32 @@ def order_findings(t: TrialData) -> list[Finding]:
             )
         )
     out.extend(_reward_before_agent_end(t))
+    out.extend(_harbor_phase_order(t))
     return out
+
+
+def _harbor_phase_order(t: TrialData) -> list[Finding]:
+    """Harbor records each phase's start and end: a verifier that started before the agent
+    execution finished ran while the agent could still act."""
+    if t.layout != "harbor":
+        return []
+    r = t.result_obj
+    agent = r.get("agent_execution") if isinstance(r.get("agent_execution"), dict) else {}
+    ver = r.get("verifier") if isinstance(r.get("verifier"), dict) else {}
+    end, start = parse_time(agent.get("finished_at")), parse_time(ver.get("started_at"))
+    if end is None or start is None or (end.tzinfo is None) != (start.tzinfo is None):
+        return []
+    if start + TOLERANCE < end:
+        return [
+            finding(
+                "VERIFIER_ORDER",
+                f"verifier.started_at {ver.get('started_at')} precedes "
+                f"agent_execution.finished_at {agent.get('finished_at')}",
+                file="result.json",
+                evidence={"verifier": ver, "agent_execution": agent},
+            )
+        ]
+    return []
 
 
 def _agent_end(t: TrialData) -> Any:
@@ -150,6 +175,9 @@ def leak_findings(t: TrialData, ev: Events, task_dir: Path | None) -> list[Findi
     pp = prompt_parts(t.llm.first_request)
     startup = "\n".join([*pp.system, *pp.developer, *pp.first_user])
     sources = [(LLM_FILE, t.llm.first_request_line, "the startup prompt", startup)]
+    for sp in t.harbor.startup:  # a Harbor agent's first prompt, from its log
+        startup += "\n" + str(sp.get("text") or "")
+        sources[0] = (str(sp["file"]), sp.get("line"), "the startup prompt", startup)
     sources.extend(
         (o.file, o.line, f"{o.source.upper()} tool result", o.text) for o in ev.observations
     )

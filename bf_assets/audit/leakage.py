@@ -3,10 +3,13 @@
 Markers: ``SKILL.md``; the skill roots of every harness, the task's ``environment/skills``
 and the sandbox skills dir; the task's own skill names; skill activations (``invoke_skill``,
 ``activate_skill``, a ``Skill`` call, ``ToolSearch`` selecting a skill, the ``Launching
-skill:`` / ``<activated_skill>`` envelopes).  They are applied to ACP tool events (title,
+skill:`` / ``<activated_skill>`` / ``Loaded skill:`` envelopes).  Roots, activation tools
+and harness-global paths come from the harness table (:mod:`bf_assets.ingest.harnesses`).
+They are applied to ACP tool events (title,
 arguments, output) and to LLM tool calls and tool results, never to the startup prompt or
-the tool declarations.  Harness-global built-in skill paths (Codex ``.codex/skills/.system``,
-Claude plugin skills, Gemini's bundled skills) are not a leak unless they name a task skill.
+the tool declarations (nor a Harbor agent's first prompt).  Harness-global built-in skill
+paths (Codex ``.codex/skills/.system``, Claude plugin skills, Gemini's bundled skills, Harvey
+LAB's manuals) are not a leak unless they name a task skill.
 """
 
 from __future__ import annotations
@@ -18,21 +21,14 @@ from bf_assets.audit.events import Action, Events
 from bf_assets.audit.expected import norm_skill
 from bf_assets.audit.prefilter import may_contain
 from bf_assets.findings import Finding, clip, finding
+from bf_assets.ingest.harnesses import activation_tools, global_paths, leak_roots
 
-SKILL_ROOTS = (
-    ".agents/skills",
-    ".codex/skills",
-    ".claude/skills",
-    ".gemini/skills",
-    ".opencode/skills",
-    ".pi/agent/skills",
-    "environment/skills",
-)
+SKILL_ROOTS = leak_roots()  # every harness's skill roots (bf_assets.ingest.harnesses)
 HARNESS_GLOBAL = re.compile(
-    r"[^\s'\"`]*(?:\.codex/skills/\.system/|\.claude/plugins/|gemini-cli/bundled/skills/)[^\s'\"`]*"
+    r"[^\s'\"`]*(?:" + "|".join(re.escape(p) for p in global_paths()) + r")[^\s'\"`]*"
 )
-ACTIVATION_TOOLS = frozenset({"invoke_skill", "activate_skill", "skill", "load_skill", "use_skill"})
-ENVELOPES = re.compile(r"Launching skill:|<activated_skill\b")
+ACTIVATION_TOOLS = activation_tools()
+ENVELOPES = re.compile(r"Launching skill:|<activated_skill\b|^Loaded skill: ", re.M)
 _SKILL_MD = re.compile(r"(?i)\bskill\.md\b")
 MAX_FINDINGS = 20
 

@@ -1,11 +1,17 @@
 """Skill-catalog audit: recover the startup catalog, compare it with the task's skills, and
 decide ``task_skills_loading`` (review-rules §3.4) → ``SKILL_*`` / ``NOSKILL_CATALOG_INJECTED``.
 
-The harness comes from the declared config (``identity.harness``); the prompt's look is only
-a confirmation.  The catalog is read from the first real request, then (bounded) from later
+The harness comes from the declared config (``identity.harness``), its reader from the
+harness table (:mod:`bf_assets.ingest.harnesses`); the prompt's look is only a
+confirmation.  The catalog is read from the first real request, then (bounded) from later
 requests, and, when no request body exists, from an ACP ``agent_thought`` that starts with
-``System Prompt:``.  A harness without an extractor, pi's unserialised catalog, or an
-unrecoverable prompt is ``SKILL_CATALOG_UNKNOWN``: a catalog is never inferred.
+``System Prompt:``; a Harbor agent's from its logs (Claude Code's ``system/init`` skills,
+terminus's ``Skill context:``, Gemini CLI's ``activate_skill`` list), with terminus's
+``skills_loaded`` as the record of what was loaded.  A harness without a reader, a
+``catalog_not_serialized`` harness, or an unrecoverable prompt is ``SKILL_CATALOG_UNKNOWN``:
+a catalog is never inferred.  A with-skill trial needs a proven load (``task_skills_loading``
+1): when the expected task skills are unknown, the catalog is absent or it needs manual
+review, ``SKILL_CATALOG_UNKNOWN`` fires too (checks.md), so it is never publishable.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from bf_assets.audit.catalog import (
     EXTRACTORS,
-    FAMILIES,
+    HARBOR_READERS,
     Catalog,
     PromptParts,
     content_family,
@@ -25,6 +31,8 @@ from bf_assets.audit.catalog import (
 )
 from bf_assets.audit.expected import expected_skills, norm_skill, sandbox_skills_dir, skill_mode
 from bf_assets.findings import Finding, finding
+from bf_assets.ingest.harbor import HarborCatalog
+from bf_assets.ingest.harnesses import harness_of
 from bf_assets.ingest.readers import JsonlFile, iter_jsonl
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, TrialData
 
@@ -32,7 +40,16 @@ MAX_LATER_REQUESTS = 64
 MAX_ACP_LINES = 500
 SYSTEM_PROMPT_ANCHOR = "System Prompt:"
 # Manual-review reasons that no other finding covers: they raise SKILL_CATALOG_UNKNOWN.
-_UNCOVERED = ("harness", "not_serialized", "unrecoverable", "mismatch", "mode", "late")
+_UNCOVERED = (
+    "harness",
+    "not_serialized",
+    "unrecoverable",
+    "mismatch",
+    "mode",
+    "late",
+    "unproven",
+    "partial",
+)
 
 
 @dataclass(slots=True)
@@ -90,6 +107,28 @@ def _acp_system_prompts(t: TrialData) -> Iterator[tuple[int, str]]:
             if isinstance(v, str) and v.lstrip().startswith(SYSTEM_PROMPT_ANCHOR):
                 yield line, v.lstrip()[len(SYSTEM_PROMPT_ANCHOR) :]
                 break
+
+
+def _harbor_catalog(c: HarborCatalog) -> Catalog:
+    return Catalog(c.format, c.text, list(c.skills), True)
+
+
+def locate_harbor(t: TrialData, reader: str) -> tuple[Located, HarborCatalog | None]:
+    """The catalog a Harbor agent's logs hold, and the record of loaded skills if any."""
+    prefixes = HARBOR_READERS[reader]
+    cats = [c for c in t.harbor.catalogs if c.kind == "catalog" and c.format.startswith(prefixes)]
+    loaded = next((c for c in t.harbor.catalogs if c.kind == "loaded"), None)
+    startup = t.harbor.startup[0] if t.harbor.startup else None
+    if cats:
+        c = cats[0]
+        return Located(_harbor_catalog(c), c.source, c.file, c.line, None, c.startup, True), loaded
+    if startup is not None and reader == "terminus":
+        # terminus's first prompt is its whole startup prompt (system text included) and it
+        # lists no skills; Claude Code's and Gemini CLI's logs hold only the task prompt
+        return Located(
+            None, "startup prompt", startup["file"], startup["line"], None, True, True
+        ), loaded
+    return Located(), loaded
 
 
 def locate(t: TrialData, family: str) -> Located:
@@ -208,26 +247,35 @@ def audit_skills(
         block.update(status="not_applicable", manual_review_required=False)
         return block, []
     reasons: list[str] = block["manual_review_reasons"]
-    family = FAMILIES.get(harness or "")
+    h = harness_of(harness)
+    reader = h.catalog if h is not None else None
     loc = Located()
-    if family is None:
-        reasons.append(
-            f"harness: {harness or 'undeclared'} has no catalog extractor; never inferred"
-        )
-    elif family == "pi":
+    loaded: HarborCatalog | None = None
+    if reader is None:
+        reasons.append(f"harness: {harness or 'undeclared'} has no catalog reader; never inferred")
+    elif reader == "not_serialized":
         block["catalog_status"] = "catalog_not_serialized"
-        reasons.append("not_serialized: pi-acp does not serialize its skill catalog")
+        reasons.append(f"not_serialized: {h.not_serialized if h else reader}")
     else:
-        loc = locate(t, family)
+        if reader in HARBOR_READERS:
+            loc, loaded = locate_harbor(t, reader)
+        else:
+            loc = locate(t, reader)
         cat = loc.catalog
         block["content_harness"] = loc.content_family
         if cat is not None and cat.found:
             block["catalog_status"] = "catalog_found"
         elif loc.prompt_seen:
             block["catalog_status"] = "catalog_absent_in_startup_prompt"
+        elif loaded is not None:
+            block["catalog_status"] = "skills_loaded_only"
+        elif reader in HARBOR_READERS:
+            what = "; ".join(t.harbor.logs) or "no agent log on disk"
+            reasons.append(f"unrecoverable: no startup skill list in the agent logs ({what})")
         else:
             reasons.append("unrecoverable: no request body and no ACP 'System Prompt:' thought")
-        if loc.content_family and loc.content_family != family:
+        family = reader if reader not in HARBOR_READERS else None
+        if loc.content_family and family and loc.content_family != family:
             reasons.append(
                 f"mismatch: declared {harness} but the prompt looks like {loc.content_family}"
             )
@@ -248,8 +296,58 @@ def audit_skills(
             catalog_sha256=cat.sha256 if cat else None,
             catalog_chars=len(cat.text) if cat and cat.text else 0,
         )
+        if loaded is not None:
+            block.update(
+                skills_loaded=[s["name"] for s in loaded.skills],
+                skills_loaded_source=f"{loaded.file}:{loaded.line or ''}".rstrip(":"),
+            )
     findings = _decide(t, block, loc, mode, reasons)
     return block, findings
+
+
+def _loaded_only(
+    block: dict[str, Any], expected: list[str], mode: str | None, reasons: list[str]
+) -> None:
+    """Only the loaded skills are on record (terminus ``skills_loaded`` without its first
+    prompt): a with-skill trial that loaded every expected skill proved its load; anything
+    else cannot be judged without the startup catalog."""
+    have = {norm_skill(n) for n in block.get("skills_loaded") or []}
+    got = [n for n in expected if norm_skill(n) in have]
+    missing = [n for n in expected if norm_skill(n) not in have]
+    block.update(loaded_task_skills=got, missing_task_skills=missing)
+    if mode == "with-skill" and expected and not missing:
+        block.update(status="complete", task_skills_loading=1)
+        return
+    block["status"] = "skills_loaded_only"
+    reasons.append(
+        f"partial: only the loaded skills are on record ({block.get('skills_loaded_source')}: "
+        f"{block.get('skills_loaded')}); the startup catalog is not"
+    )
+
+
+def _noskill_loads(block: dict[str, Any], mode: str | None) -> list[Finding]:
+    """A no-skill trial whose own record says it loaded skills: a skill activation."""
+    names = block.get("skills_loaded") or []
+    if mode != "no-skill" or not names:
+        return []
+    file, _, line = str(block.get("skills_loaded_source") or "result.json").partition(":")
+    return [
+        finding(
+            "NOSKILL_LEAK",
+            f"no-skill trial that loaded skill(s) {names} (agent_result.metadata.skills_loaded "
+            f"at {file}:{line})",
+            file=file,
+            line=int(line) if line.isdigit() else None,
+            evidence=", ".join(names),
+        )
+    ]
+
+
+def _default_file(t: TrialData) -> str:
+    """Where a catalog finding points when no catalog was located."""
+    if t.layout != "harbor":
+        return LLM_FILE
+    return t.harbor.logs[0] if t.harbor.logs else "result.json"
 
 
 def _decide(
@@ -259,10 +357,13 @@ def _decide(
     mode: str | None,
     reasons: list[str],
 ) -> list[Finding]:
-    out: list[Finding] = []
-    where = {"file": block["source_file"] or LLM_FILE, "line": block["line"]}
+    out: list[Finding] = _noskill_loads(block, mode)
+    where = {"file": block["source_file"] or _default_file(t), "line": block["line"]}
     known = block["catalog_status"] in ("catalog_found", "catalog_absent_in_startup_prompt")
     expected = block["expected_task_skills"]
+    if block["catalog_status"] == "skills_loaded_only":
+        _loaded_only(block, expected, mode, reasons)
+        where = {"file": "result.json", "line": None}
     if known:
         have = {norm_skill(n) for n in block["skills"]}
         loaded = [n for n in expected if norm_skill(n) in have]
@@ -322,6 +423,13 @@ def _decide(
                 "with-skill trial whose expected task skill names cannot be found",
                 **where,
             )
+        )
+    not_loaded = any(f.check == "SKILL_NOT_LOADED" for f in out)
+    if mode == "with-skill" and block["task_skills_loading"] != 1 and not not_loaded:
+        reasons.append(
+            "unproven: a with-skill trial needs a proven skill load (task_skills_loading 1); "
+            f"status {block['status']}, catalog {block['catalog_status']}, "
+            f"expected task skills {expected or 'unknown'}"
         )
     uncovered = [r for r in reasons if r.split(":", 1)[0] in _UNCOVERED]
     covered = block["status"] in (

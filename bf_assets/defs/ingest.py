@@ -8,7 +8,7 @@ the inventory only).  A run may cover several job partitions (a single-run backf
 ``bf-assets release``): the trials of every partition are reviewed in one batch, the Parquet
 IO manager writes one file per partition, and every partition gets its own metadata.
 
-The bodies only call the core (``bf_assets.ingest.discovery``, ``bf_assets.tables``,
+The bodies only call the core (``bf_assets.ingest.discovery``, ``bf_assets.review.tables``,
 ``bf_assets.review``) and turn its results into materialization metadata.
 """
 

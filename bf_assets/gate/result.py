@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 
 from bf_assets.findings import Finding, finding
-from bf_assets.gate.view import ResultView, parse_time
+from bf_assets.gate.view import HARBOR_INFRA_EXCEPTIONS, ResultView, parse_time
 from bf_assets.ingest.scan import TrialData
 
 R = "result.json"
@@ -38,16 +38,6 @@ VERIFIER_CATEGORIES = frozenset(
         "verifier_timeout",
         "verifier_dep_install",
         "verifier_other",
-    }
-)
-HARBOR_INFRA_EXCEPTIONS = frozenset(
-    {
-        "EnvironmentStartTimeoutError",
-        "DockerError",
-        "DaytonaError",
-        "AgentSetupTimeoutError",
-        "ValueError",
-        "RuntimeError",
     }
 )
 # Text markers, checked only when no category decides.  Word-bounded and specific.

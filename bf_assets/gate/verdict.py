@@ -9,7 +9,7 @@ from bf_assets.contract import HEALTHY_OUTCOMES, Attribution, Outcome, Severity,
 from bf_assets.findings import Finding
 from bf_assets.gate.result import infra_reason, verifier_reason
 from bf_assets.gate.view import ResultView
-from bf_assets.ingest.scan import TrialData
+from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE, TrialData
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,35 +25,73 @@ def _token_total(v: ResultView) -> float:
 
 
 def attribution_reason(v: ResultView) -> str | None:
-    """The experiment-side cause of a non-pass, when the result shows one."""
+    """The experiment-side cause of a non-pass, when the result records one."""
     reason = infra_reason(v) or verifier_reason(v)
     if reason:
         return reason
     if v.error_category == "idle_timeout":
         return "idle timeout (the harness stalled)"
-    if v.timed_out and v.reward is None:
-        return "an unscored timeout"
-    if v.timed_out and _token_total(v) <= 0:
-        return "a timeout without token usage"
+    if v.timed_out and v.reward is None and _token_total(v) <= 0:
+        return "an unscored timeout without token usage"
     return None
 
 
-def attribute(v: ResultView, outcome: str, blockers: bool) -> str:
-    """Why a non-pass ended as it did: model capability only with evidence that it was the model."""
-    if outcome == Outcome.PASS:
+# Gate findings that mean the recording itself is broken (checks.md §1: a missing, empty or
+# unparsable trajectory or row file), per layout: what the layout is supposed to write.
+# Harbor writes none of these files; a broken Harbor recording is its agent log, which the
+# audits judge (AGENT_LOG_INVALID with ATTR_EXPERIMENT_FIDELITY).
+_TRAJECTORY_BROKEN = frozenset(
+    {
+        "GATE_ACP_MISSING",
+        "GATE_ACP_EMPTY",
+        "GATE_ACP_INVALID",
+        "GATE_LLM_MISSING",
+        "GATE_LLM_EMPTY",
+        "GATE_LLM_INVALID",
+    }
+)
+BROKEN_RECORDING: dict[str, frozenset[str]] = {
+    "production": _TRAJECTORY_BROKEN | {"GATE_ROWS_MISSING", "GATE_ROWS_INVALID"},
+    "flat": _TRAJECTORY_BROKEN,  # the flat schema has no results.jsonl by design
+    "harbor": frozenset(),
+}
+RECORDING_FILES = {
+    "production": frozenset({ACP_FILE, LLM_FILE, ROWS_FILE}),
+    "flat": frozenset({ACP_FILE, LLM_FILE}),
+    "harbor": frozenset(),
+}
+
+
+def broken_recording(findings: Iterable[Finding], layout: str) -> Finding | None:
+    """The first gate finding that shows a broken recording for this layout, if any."""
+    ids = BROKEN_RECORDING.get(layout, BROKEN_RECORDING["production"])
+    files = RECORDING_FILES.get(layout, RECORDING_FILES["production"])
+    for f in findings:
+        if f.check in ids or (f.check == "GATE_UNREADABLE" and f.file in files):
+            return f
+    return None
+
+
+def attribute(
+    v: ResultView, outcome: str, findings: Iterable[Finding], layout: str = "production"
+) -> str:
+    """Why a non-pass ended as it did; evidence decides (checks.md §1).
+
+    ``experiment_fidelity`` needs a cause on record: an infra or verifier error, an idle
+    timeout, an unscored timeout without tokens, or a broken recording.  A clean scored fail
+    or timeout is ``model_capability``; anything else without a recorded cause is ``unknown``
+    (agent behaviour such as reward hacking is never experiment fidelity; the audits that
+    find a cause add ``ATTR_EXPERIMENT_FIDELITY`` themselves)."""
+    if outcome in (Outcome.PASS, Outcome.ORACLE):
         return Attribution.NOT_APPLICABLE.value
-    if outcome == Outcome.ORACLE:
-        return Attribution.NOT_APPLICABLE.value
-    if infra_reason(v) or verifier_reason(v) or v.error_category == "idle_timeout":
+    fs = list(findings)
+    if attribution_reason(v) or broken_recording(fs, layout) is not None:
         return Attribution.EXPERIMENT_FIDELITY.value
-    if v.timed_out and (v.reward is None or _token_total(v) <= 0):
-        return Attribution.EXPERIMENT_FIDELITY.value  # an unscored timeout, or one without tokens
+    blockers = any(f.severity == Severity.BLOCKER for f in fs)
     if outcome in (Outcome.FAIL, Outcome.NORMAL_TIMEOUT) and not blockers:
         if v.error and not v.timed_out:
             return Attribution.UNKNOWN.value  # an agent error of no known category
         return Attribution.MODEL_CAPABILITY.value
-    if outcome == Outcome.UNHEALTHY:
-        return Attribution.EXPERIMENT_FIDELITY.value if blockers else Attribution.UNKNOWN.value
     return Attribution.UNKNOWN.value
 
 
@@ -72,7 +110,7 @@ def classify(t: TrialData, v: ResultView, findings: Iterable[Finding]) -> Classi
         outcome = Outcome.PASS
     else:
         outcome = Outcome.FAIL
-    attribution = attribute(v, outcome.value, blockers)
+    attribution = attribute(v, outcome.value, fs, t.layout)
     healthy = outcome in HEALTHY_OUTCOMES and attribution in (
         Attribution.NOT_APPLICABLE.value,
         Attribution.MODEL_CAPABILITY.value,

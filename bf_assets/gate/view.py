@@ -7,6 +7,7 @@ adapters map their own fields onto the same view so the checks are written once.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,51 @@ from bf_assets.ingest.scan import TrialData
 
 TIMEOUT_CATEGORIES = frozenset({"timeout"})
 HARBOR_TIMEOUT_TYPES = frozenset({"AgentTimeoutError"})
+# Harbor exception types whose meaning does not depend on where they were raised (the
+# infrastructure types, EnvironmentStartTimeoutError and the like, are matched by type in
+# HARBOR_INFRA_EXCEPTIONS below).
+HARBOR_EXCEPTION_CATEGORIES = {"AgentTimeoutError": "timeout"}
+HARBOR_VERIFIER_TYPES = frozenset(
+    {
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierTimeoutError",
+        "VerifierOutputParseError",
+    }
+)
+# Any other type (RuntimeError, ValueError, ...) is classified by the phase it was raised in:
+# the innermost Harbor ``trial.py`` step of its traceback, else the innermost Harbor module.
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\w+)')
+_TRIAL_STEPS = (
+    ("_verify", "verifier"),
+    ("_run_verif", "verifier"),
+    ("_setup_agent", "agent_setup"),
+    ("_install_agent", "agent_setup"),
+    ("_execute_agent", "agent"),
+    ("_run_agent", "agent"),
+    ("_start_environment", "environment"),
+    ("_setup_environment", "environment"),
+    ("_build_environment", "environment"),
+)
+_MODULES = (
+    ("harbor/verifier/", "verifier"),
+    ("harbor/environments/", "environment"),
+    ("harbor/agents/installed/base.py", "agent_setup"),
+    ("harbor/agents/", "agent"),
+)
+PHASE_CATEGORIES = {"environment": "sandbox_setup", "agent_setup": "install_failure"}
+_COMMAND_TIMEOUT = re.compile(r"(?i)\btimed? ?out\b|\btimeout\b")
+
+
+# Harbor exception types that are infrastructure whatever phase raised them.
+HARBOR_INFRA_EXCEPTIONS = frozenset(
+    {
+        "EnvironmentStartTimeoutError",
+        "DockerError",
+        "DaytonaError",
+        "AgentSetupTimeoutError",
+    }
+)
 
 
 def num(v: Any) -> float | None:
@@ -57,6 +103,7 @@ class ResultView:
     verifier_error: str | None = None
     verifier_error_category: str | None = None
     exception_type: str | None = None
+    exception_phase: str | None = None  # Harbor: environment, agent_setup, agent, verifier
     partial: bool = False
     timed_out: bool = False
     started_at: Any = None
@@ -179,13 +226,16 @@ def _harbor_view(t: TrialData, r: dict[str, Any]) -> ResultView:
         v.exception_type = _str(exc.get("exception_type"))
         msg = _str(exc.get("exception_message")) or ""
         v.error = f"{v.exception_type}: {msg}" if v.exception_type else msg or None
-        v.timed_out = v.exception_type in HARBOR_TIMEOUT_TYPES
-        if v.exception_type in (
-            "RewardFileNotFoundError",
-            "VerifierTimeoutError",
-            "VerifierOutputParseError",
-        ):
-            v.verifier_error = v.error
+        tb_file = t.harbor.texts.get("exception.txt")
+        if tb_file and not _str(exc.get("exception_traceback")):  # the traceback Harbor kept
+            exc = {**exc, "exception_traceback": tb_file}
+        _classify_harbor_exception(v, exc, msg, r)
+    ver = r.get("verifier") if isinstance(r.get("verifier"), dict) else {}
+    if v.verifier_error is None and ver.get("started_at") and r.get("verifier_result") is None:
+        v.verifier_error = (
+            f"the verifier started at {ver['started_at']} but verifier_result is null"
+            + (f" ({v.error})" if v.error else "")
+        )
     v.started_at, v.finished_at = r.get("started_at"), r.get("finished_at")
     v.duration_field = "finished_at"
     ar = r.get("agent_result") if isinstance(r.get("agent_result"), dict) else {}
@@ -196,6 +246,61 @@ def _harbor_view(t: TrialData, r: dict[str, Any]) -> ResultView:
     ]
     v.tool_field = "(none in Harbor)"
     return v
+
+
+def harbor_exception_phase(exc: dict[str, Any], r: dict[str, Any]) -> str | None:
+    """The trial phase a Harbor exception was raised in, from its traceback (else from the
+    phase timestamps: the last phase that started without finishing)."""
+    tb = exc.get("exception_traceback")
+    if isinstance(tb, str) and tb:
+        last = tb.rsplit("Traceback (most recent call last):", 1)[-1]
+        frames = _FRAME.findall(last)
+        for path, func in reversed(frames):
+            if path.replace("\\", "/").endswith("harbor/trial/trial.py"):
+                hit = next((ph for prefix, ph in _TRIAL_STEPS if func.startswith(prefix)), None)
+                if hit:
+                    return hit
+        for path, _ in reversed(frames):
+            p = path.replace("\\", "/")
+            hit = next((ph for mod, ph in _MODULES if mod in p), None)
+            if hit:
+                return hit
+    for key, phase in (
+        ("verifier", "verifier"),
+        ("agent_execution", "agent"),
+        ("agent_setup", "agent_setup"),
+        ("environment_setup", "environment"),
+    ):
+        block = r.get(key)
+        if isinstance(block, dict) and block.get("started_at") and not block.get("finished_at"):
+            return phase
+    return None
+
+
+def _classify_harbor_exception(
+    v: ResultView, exc: dict[str, Any], msg: str, r: dict[str, Any]
+) -> None:
+    """A Harbor exception is infrastructure only when its type or origin says so: an error
+    raised while the agent ran (terminus's own "Command timed out after 900 seconds") is the
+    agent's, not the sandbox's; one raised in the verifier is a verifier error."""
+
+    etype = v.exception_type or ""
+    v.exception_phase = harbor_exception_phase(exc, r)
+    if etype in HARBOR_INFRA_EXCEPTIONS:
+        return
+    if etype in HARBOR_VERIFIER_TYPES:
+        v.verifier_error = v.error
+        return
+    cat = HARBOR_EXCEPTION_CATEGORIES.get(etype)
+    if cat is None and v.exception_phase == "verifier":
+        v.verifier_error = v.error
+        return
+    if cat is None:
+        cat = PHASE_CATEGORIES.get(v.exception_phase or "")
+    if cat is None and v.exception_phase == "agent" and _COMMAND_TIMEOUT.search(msg):
+        cat = "timeout"  # the agent's own command or step timed out
+    v.error_category = cat
+    v.timed_out = cat == "timeout"
 
 
 # --------------------------------------------------------------------------- timestamps

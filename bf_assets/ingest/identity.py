@@ -12,14 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
-HARNESS_ALIASES = {
-    "claude": "claude-agent-acp",
-    "claude-acp": "claude-agent-acp",
-    "codex": "codex-acp",
-    "pi": "pi-acp",
-    "oh": "openhands",
-    "gemini-acp": "gemini",
-}
+from bf_assets.ingest.harnesses import ALIASES
+
+# Spellings of a harness -> its key: the harness table's aliases (Benchflow's AGENT_ALIASES
+# plus the spellings seen in run configs and Harbor trees).
+HARNESS_ALIASES = ALIASES
 
 _WITH_SKILL = {
     "with-skill",

@@ -26,6 +26,7 @@ from bf_assets.ingest.exchanges import (
     response_actions,
 )
 from bf_assets.ingest.forked import start_forked
+from bf_assets.ingest.harbor import HarborLog, scan_harbor
 from bf_assets.ingest.identity import Identity, identify
 from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
@@ -147,6 +148,7 @@ class TrialData:
     files: list[FileEntry]
     file_issues: dict[str, list[ReadIssue]]  # per relative path, for documents and other files
     memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
+    harbor: HarborLog = field(default_factory=HarborLog)  # Harbor agent logs (harbor layout)
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -535,7 +537,6 @@ def scan_trial(
     ):
         if present:
             known[rel] = stats
-    files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
     ident = identify(
         layout=ref.layout,
         rel_path=ref.rel_path,
@@ -545,6 +546,15 @@ def scan_trial(
         config=config.value,
         run_config=run_config.value,
     )
+    harbor = (
+        scan_harbor(trial, root, ident.harness, result.value, names, limits)
+        if ref.layout == "harbor"
+        else HarborLog()
+    )
+    for rel, st in harbor.stats.items():
+        if st.sha256 is not None:
+            known.setdefault(rel, st)
+    files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
     return TrialData(
         ref,
         ref.layout,
@@ -558,4 +568,5 @@ def scan_trial(
         rows,
         files,
         file_issues,
+        harbor=harbor,
     )
