@@ -103,7 +103,8 @@ def reason_lines(reasons: Sequence[ReleaseReason]) -> list[str]:
             continue
         shown = ", ".join(r.subject for r in rs[:REASON_EXAMPLES])
         more = ", ..." if len(rs) > REASON_EXAMPLES else ""
-        lines.append(f"{kind.replace('_', ' ')}: {len(rs)} trials (e.g. {shown}{more})")
+        what = "slots" if "_slot_" in kind else "trials"
+        lines.append(f"{kind.replace('_', ' ')}: {len(rs)} {what} (e.g. {shown}{more})")
     return lines
 
 
