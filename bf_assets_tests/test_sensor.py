@@ -157,3 +157,31 @@ def test_cursor_parsing_is_lenient() -> None:
     assert load_cursor("not json") == {}
     assert load_cursor("[1, 2]") == {}
     assert load_cursor(orjson.dumps({"a": "b"}).decode()) == {"a": "b"}
+
+
+def test_first_tick_does_not_rerun_an_ingested_unchanged_job(
+    jobs_root: Path, tmp_path: Path
+) -> None:
+    """Turning the sensor on after a release: materialized, unchanged partitions are not
+    ingested again; a job that changed since is."""
+    from bf_assets.defs.ingest import raw_trials
+    from enginekit import local_resources
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(job_partitions.name, [KEY])
+        res = dg.materialize(
+            [raw_trials],
+            selection="key:raw_trials",
+            partition_key=KEY,
+            instance=instance,
+            resources=local_resources(jobs_root, tmp_path / "wh"),
+        )
+        assert res.success
+        first = tick(instance, jobs_root, None)
+        assert isinstance(first, dg.SkipReason), first
+        # a retry rollout lands: the job changed since it was ingested
+        trial = next(p for p in (jobs_root / JOB).iterdir() if p.is_dir())
+        shutil.copytree(trial, jobs_root / JOB / f"{trial.name}-retry")
+        again = tick(instance, jobs_root, None)
+        assert isinstance(again, dg.SensorResult)
+        assert [r.partition_key for r in again.run_requests] == [KEY]

@@ -24,11 +24,12 @@ from bf_assets.contract import Outcome, Severity, Verdict
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.ingest.discovery import discover_trials
+from bf_assets.ingest.discovery import discover_trials, group_jobs
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
 PARQUET_IO = "parquet_io_manager"
+JOB_FINGERPRINT = "job_fingerprint"  # raw_trials partition metadata: the job dir as ingested
 PREVIEW_ROWS = 10
 PREVIEW_COLUMNS = ("rollout", "layout", "task_id", "model", "harness", "n_files")
 RAW = "raw_trials"
@@ -224,6 +225,9 @@ def ingest_trials(
             "trial_audits": audits,
         }
     meta = _partition_meta(keys, selected, tables, reviews)
+    for job in group_jobs(refs):  # what the sensor compares a job directory against
+        if RAW in meta and job.key in meta[RAW]:
+            meta[RAW][job.key][JOB_FINGERPRINT] = dg.MetadataValue.text(job.fingerprint)
     for name in [RAW, *REVIEWED]:
         if name not in selected:
             continue

@@ -4,6 +4,9 @@ Cursor: JSON ``{job_key: fingerprint}`` of the jobs seen at the last tick.  A jo
 is not yet a partition gets an add-partition request and a run; a job whose fingerprint
 changed (a retry rollout landed, a ``result.json`` appeared, a file grew) gets a new run
 (its ``run_key`` includes the fingerprint) on the existing partition; nothing changed → skip.
+A job the cursor does not know yet (the sensor's first tick, or a partition another path
+ingested, e.g. ``bf-assets release``) is compared with the fingerprint its latest
+``raw_trials`` materialization recorded: unchanged, it is not run again.
 """
 
 from collections.abc import Mapping
@@ -11,6 +14,7 @@ from collections.abc import Mapping
 import dagster as dg
 import orjson
 
+from bf_assets.defs.ingest import JOB_FINGERPRINT
 from bf_assets.defs.jobs import ingest_job
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
@@ -32,6 +36,23 @@ def load_cursor(cursor: str | None) -> dict[str, str]:
 
 def dump_cursor(state: Mapping[str, str]) -> str:
     return orjson.dumps(dict(state), option=orjson.OPT_SORT_KEYS).decode()
+
+
+def ingested_fingerprints(instance: dg.DagsterInstance, keys: list[str]) -> dict[str, str]:
+    """``{job_key: fingerprint}`` recorded by the latest ``raw_trials`` materialization of
+    each partition in ``keys`` (none for a partition never ingested)."""
+    out: dict[str, str] = {}
+    for key in keys:
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("raw_trials"), asset_partitions=[key]),
+            limit=1,
+        )
+        for rec in result.records:
+            mat = rec.asset_materialization
+            value = mat.metadata.get(JOB_FINGERPRINT) if mat is not None else None
+            if value is not None:
+                out[key] = str(getattr(value, "value", value))
+    return out
 
 
 def run_key(job: JobDir) -> str:
@@ -59,6 +80,8 @@ def new_job_dirs(
     partitions = set(context.instance.get_dynamic_partitions(job_partitions.name))
 
     new_keys = [j.key for j in jobs if j.key not in partitions]
+    unknown = [j.key for j in jobs if j.key in partitions and j.key not in seen]
+    seen = {**ingested_fingerprints(context.instance, unknown), **seen}
     to_run = [j for j in jobs if j.key not in partitions or seen.get(j.key) != j.fingerprint]
     state = {j.key: j.fingerprint for j in jobs}
 
