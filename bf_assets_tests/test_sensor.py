@@ -164,8 +164,9 @@ def test_first_tick_does_not_rerun_an_ingested_unchanged_job(
 ) -> None:
     """Turning the sensor on after a release: materialized, unchanged partitions are not
     ingested again; a job that changed since is."""
-    from bf_assets.defs.ingest import raw_trials
     from enginekit import local_resources
+
+    from bf_assets.defs.ingest import raw_trials
 
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(job_partitions.name, [KEY])
