@@ -45,11 +45,11 @@ _KEY_END = _rx(r"-{2,5}[ \t]?END[ A-Z0-9_-]{0,100}?PRIVATE[ _]KEY(?:[ _]BLOCK)?(
 # (``Proc-Type: 4,ENCRYPTED``, ``Version: ...``), separated by real or escaped line breaks.
 _NL = r"(?:[ \t]*(?:\r?\n|\\r\\n|\\n|\\\\n)[ \t]*|[ \t]+)"
 _KEY_BODY = _rx(
-    r"(?:" + _NL + r"+(?:[A-Za-z0-9+/=]{1,}|[A-Za-z][A-Za-z0-9-]{0,40}:[ \t][^\r\n\\\"']{0,200}))*"
+    r"(?:" + _NL + r"+(?:[A-Za-z][A-Za-z0-9-]{0,40}:[ \t][^\r\n\\\"']{0,200}|[A-Za-z0-9+/=]{1,}))*"
 )
 _PUTTY = _rx(r"PuTTY-User-Key-File-\d+:[^\r\n]*")
 _PUTTY_BODY = _rx(
-    r"(?:" + _NL + r"+(?:[A-Za-z0-9+/=]{1,}|[A-Za-z][A-Za-z0-9-]{0,40}:[ \t]?[^\r\n\\\"']{0,200}))*"
+    r"(?:" + _NL + r"+(?:[A-Za-z][A-Za-z0-9-]{0,40}:[ \t]?[^\r\n\\\"']{0,200}|[A-Za-z0-9+/=]{1,}))*"
 )
 MAX_KEY_CHARS = 65536
 
@@ -211,7 +211,9 @@ def _eol(text: str, i: int, limit: int) -> int:
     return m.start() if m else j
 
 
-def _value_span(ctx: Context, key: str, key_start: int, vstart: int) -> tuple[int, int] | None:
+def _value_span(
+    ctx: Context, key: str, key_start: int, vstart: int, sep: str = "="
+) -> tuple[int, int] | None:
     text = ctx.text
     limit = min(len(text), vstart + 8192)
     if vstart >= limit:
@@ -219,28 +221,24 @@ def _value_span(ctx: Context, key: str, key_start: int, vstart: int) -> tuple[in
     c = text[vstart]
     if c in "\"'`" or text.startswith(('\\"', "\\'"), vstart):
         span = _quoted(text, vstart, limit)
-        if span is None:
-            return None
-        value = text[span[0] : span[1]]
-        if _PLACEHOLDER_VALUE.match(value):
+        if span is None or _PLACEHOLDER_VALUE.match(text[span[0] : span[1]]):
             return None
         return span
     if c in "{[(\r\n":
         return None
     line_start = text.rfind("\n", 0, key_start) + 1
     header = bool(_HEADER_KEYS.match(key))
-    at_line_start = bool(_LINE_LEAD.match(text, line_start, key_start)) or key_start == line_start
-    if header or at_line_start:
+    at_line_start = bool(_LINE_LEAD.match(text, line_start, key_start))
+    if header or at_line_start or sep == ":":
+        # a header, a whole env/YAML line, or ``key: value`` prose: the value may hold spaces
         end = _eol(text, vstart, limit)
+        end = next((j for j in range(vstart, end) if text[j] in "\"'`"), end)
         if not header:
-            stop = next((j for j in range(vstart, end) if text[j] in "\"'`"), end)
-            end = stop
             m = _COMMENT.search(text, vstart, end)
             if m:
                 end = m.start()
-        else:
-            stop = next((j for j in range(vstart, end) if text[j] in "\"'`"), end)
-            end = stop
+            if not at_line_start:  # inline YAML/JSON-ish: stop at the next item
+                end = next((j for j in range(vstart, end) if text[j] in ",;}]"), end)
         while end > vstart and text[end - 1] in " \t,;":
             end -= 1
     else:
@@ -290,7 +288,7 @@ def find_assignments(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
         sm = _SEP.match(text, km.end())
         if sm is None:
             continue
-        span = _value_span(ctx, key, km.start(), sm.end())
+        span = _value_span(ctx, key, km.start(), sm.end(), sm.group("sep"))
         if span is not None:
             yield span
 
@@ -346,6 +344,11 @@ def _r(
     return Rule(kind=kind, keywords=keywords, pattern=_rx(pattern, flags), group=group)
 
 
+def _whole(kind: str, keywords: tuple[str, ...], pattern: str) -> Rule:
+    """A rule whose keyword is too common to window on: the whole text is searched."""
+    return Rule(kind=kind, keywords=keywords, pattern=_rx(pattern), whole_text=True)
+
+
 # Vendor formats, before gitleaks' rules (their kinds are the ones the card has always shown).
 VENDOR_RULES: list[Rule] = [
     Rule(kind="private_key", keywords=("private key", "private_key", "putty-user-key-file"),
@@ -386,6 +389,16 @@ VENDOR_RULES: list[Rule] = [
        r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{8,256}"),  # fmt: skip
     _r("discord_webhook", ("discord",),
        r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/[A-Za-z0-9_\-]{20,256}"),  # fmt: skip
+    # bare forms of prefixed keys that gitleaks only finds next to the vendor's name
+    _r("newrelic_key", ("nrak-", "nrjs-", "nrii-"),
+       r"\b(?:NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9-]{32})\b"),  # fmt: skip
+    _r("mailgun_key", ("key-", "pubkey-"), r"\b(?:pub)?key-[a-f0-9]{32}\b"),
+    _r("typeform_token", ("tfp_",), r"\btfp_[A-Za-z0-9\-_.=]{59}"),
+    _r("yandex_key", ("aqvn",), r"\bAQVN[A-Za-z0-9_\-]{35,38}\b"),
+    _r("definednetworking_token", ("dnkey-",), r"\bdnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}"),
+    _whole("telegram_bot_token", (":",), r"(?<![\w:])[0-9]{8,10}:[A-Za-z0-9_\-]{35}(?![\w-])"),
+    _whole("discord_bot_token", (".",),
+           r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![\w-])"),  # fmt: skip
     _r("azure_storage_key", ("accountkey",), r"(?i)AccountKey\s*=\s*([A-Za-z0-9+/=]{20,200})", 1),
     _r("azure_storage_key", ("sharedaccesssignature", "sharedaccesskey"),
        r"(?i)SharedAccess(?:Signature|Key)\s*=\s*([^;\s\"']{8,2048})", 1),  # fmt: skip
