@@ -85,7 +85,13 @@ def vendor_secrets(g: Gen) -> list[Planted]:
     add("hugging face", "hf_", g.s(34), ctx="login --token {}")
     add("aws access key", "AKIA", g.s(16, string.ascii_uppercase + string.digits))
     add("aws secret", "", g.s(40, B64), ctx="aws_secret_access_key = {}")
-    add("azure storage", "", g.s(86, B64), "==", ctx="DefaultEndpointsProtocol=https;AccountName=x;AccountKey={};EndpointSuffix=core.windows.net")
+    add(
+        "azure storage",
+        "",
+        g.s(86, B64),
+        "==",
+        ctx="DefaultEndpointsProtocol=https;AccountName=x;AccountKey={};EndpointSuffix=core.windows.net",
+    )
     add("databricks", "dapi", g.s(32, HEX), ctx="DATABRICKS_TOKEN {}")
     add("digitalocean", "dop_v1_", g.s(64, HEX), ctx="doctl auth init -t {}")
     add("shopify", "shpat_", g.s(32, HEX))
@@ -97,7 +103,13 @@ def vendor_secrets(g: Gen) -> list[Planted]:
     add("grafana", "glsa_", g.s(32) + "_" + g.s(8, HEX))
     add("vault", "hvs.", g.s(90, B64URL), ctx="VAULT_TOKEN={}")
     add("age", "AGE-SECRET-KEY-1", g.s(58, "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"))
-    add("dynatrace", "dt0c01.", g.s(24, string.ascii_uppercase + string.digits) + "." + g.s(64, string.ascii_uppercase + string.digits))
+    add(
+        "dynatrace",
+        "dt0c01.",
+        g.s(24, string.ascii_uppercase + string.digits)
+        + "."
+        + g.s(64, string.ascii_uppercase + string.digits),
+    )
     add("pulumi", "pul-", g.s(40, HEX))
     add("groq", "gsk_", g.s(52), ctx="GROQ_API_KEY={}")
     add("xai", "xai-", g.s(80), ctx="XAI_API_KEY={}")
@@ -159,7 +171,11 @@ def generic_forms(g: Gen) -> list[Planted]:
     add("x-api-key header", g.s(32), "x-api-key: {}")
     add("curl header", g.s(32), "curl -H 'X-API-Key: {}' https://api.example.com")
     add("bearer header", g.s(40, B64URL), "Authorization: Bearer {}")
-    add("basic header", base64.b64encode(("admin:" + g.s(12)).encode()).decode(), "Authorization: Basic {}")
+    add(
+        "basic header",
+        base64.b64encode(("admin:" + g.s(12)).encode()).decode(),
+        "Authorization: Basic {}",
+    )
     add("passwd json", g.s(10), '{{"passwd": "{}"}}')
     add("token yaml", g.s(30), "token: {}")
     add("client secret env", g.s(32), "CLIENT_SECRET={}")
@@ -169,13 +185,17 @@ def generic_forms(g: Gen) -> list[Planted]:
     add("python kwarg", g.s(18), 'connect(user="app", password="{}")')
     add("low entropy password", "hunter2hunter2", "DB_PASSWORD={}")
     pw = "p@ss" + g.s(6) + ":/x#" + g.s(4)
-    out.append(Planted("postgres url", f"postgresql+psycopg2://app:{pw}@db.internal:5432/prod", pw, pw))
+    out.append(
+        Planted("postgres url", f"postgresql+psycopg2://app:{pw}@db.internal:5432/prod", pw, pw)
+    )
     pw = g.s(16)
     out.append(Planted("redis url", f"redis://:{pw}@cache:6379/0", pw, pw))
     pw = g.s(8, PUNCT_PASSWORD) + "@" + g.s(6)
     out.append(Planted("https userinfo", f"git clone https://alice:{pw}@example.com/r.git", pw, pw))
     pw = g.s(14)
-    out.append(Planted("mongodb url", f'MONGO_URL="mongodb+srv://root:{pw}@cluster0.x.net/db"', pw, pw))
+    out.append(
+        Planted("mongodb url", f'MONGO_URL="mongodb+srv://root:{pw}@cluster0.x.net/db"', pw, pw)
+    )
     pw = g.s(14)
     out.append(Planted("amqp url", f"amqp://guest:{pw}@rabbit:5672/", pw, pw))
     sig = g.s(43, B64URL)

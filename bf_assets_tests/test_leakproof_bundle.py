@@ -9,6 +9,7 @@ look-alikes (hashes, call ids, trial names, base64 of ordinary data, UUIDs) must
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -100,10 +101,8 @@ def published_values(root: Path) -> str:
                 elif isinstance(v, str):
                     parts.append(v)
                     if v[:1] in "[{":
-                        try:
+                        with contextlib.suppress(ValueError):
                             stack.append(json.loads(v))
-                        except ValueError:
-                            pass
     return "\n".join(parts)
 
 

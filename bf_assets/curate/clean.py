@@ -179,13 +179,13 @@ def reasoning_key_kind(parent: dict[str, Any], key: str, value: Any) -> str | No
 
 # --------------------------------------------------------------------------- host paths
 
-_B = (
-    r"(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"  # a boundary, a glued flag
-)
+_B = r"(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"  # a boundary, a glued flag
 _S = r"(?:\\{1,3}/|/)"  # a slash, or a JSON-escaped one
 _USER = r"[A-Za-z0-9._-]{1,64}(?![A-Za-z0-9._-])"
 _WIN_SEP = r"(?:\\{1,4}|/)"
-_WIN_USER = r"[^\\/\s\"'<>|*?:]{1,64}(?:[ ][^\\/\s\"'<>|*?:]{1,64}){0,3}(?=\\|/)|[^\\/\s\"'<>|*?:]{1,64}"
+_WIN_USER = (
+    r"[^\\/\s\"'<>|*?:]{1,64}(?:[ ][^\\/\s\"'<>|*?:]{1,64}){0,3}(?=\\|/)|[^\\/\s\"'<>|*?:]{1,64}"
+)
 _END = r"(?![A-Za-z0-9._-])"
 # (compiled pattern, replacement): applied in order.
 HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
@@ -193,15 +193,29 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(_B + r"(?:\\{1,3})?/srv" + _S + r"bench" + _END), "<BENCH_ROOT>"),
     (
         re.compile(
-            r"(?i)(?<![\w])[A-Z]:" + _WIN_SEP + r"(?:Users|Documents and Settings)"
-            + _WIN_SEP + r"(?:" + _WIN_USER + r")"
+            r"(?i)(?<![\w])[A-Z]:"
+            + _WIN_SEP
+            + r"(?:Users|Documents and Settings)"
+            + _WIN_SEP
+            + r"(?:"
+            + _WIN_USER
+            + r")"
         ),
         "<HOME>",
     ),
     (
         re.compile(
-            _B + r"(?:\\{1,3})?/(?:mnt" + _S + r"[A-Za-z]" + _S + r"(?:Users|home)"
-            + r"|home|Users|var" + _S + r"home)" + _S + _USER
+            _B
+            + r"(?:\\{1,3})?/(?:mnt"
+            + _S
+            + r"[A-Za-z]"
+            + _S
+            + r"(?:Users|home)"
+            + r"|home|Users|var"
+            + _S
+            + r"home)"
+            + _S
+            + _USER
         ),
         "<HOME>",
     ),
@@ -210,8 +224,16 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<=\bcd )~[A-Za-z_][A-Za-z0-9._-]{0,31}(?![A-Za-z0-9._-])"), "<HOME>"),
     (
         re.compile(
-            _B + r"(?:\\{1,3})?/(?:private" + _S + r")?var" + _S + r"folders" + _S
-            + r"[A-Za-z0-9_+-]{1,64}" + _S + r"[A-Za-z0-9_+-]{1,64}"
+            _B
+            + r"(?:\\{1,3})?/(?:private"
+            + _S
+            + r")?var"
+            + _S
+            + r"folders"
+            + _S
+            + r"[A-Za-z0-9_+-]{1,64}"
+            + _S
+            + r"[A-Za-z0-9_+-]{1,64}"
         ),
         "<TMP>",
     ),
@@ -558,9 +580,7 @@ def clean_document(text: str, stats: CleanStats | None = None) -> str:
 def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
     """Only the redaction part of :func:`clean_value` (no key or path rules)."""
     counts: Counter[str] = Counter()
-    out = _walk(
-        value, lambda p, k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts), None
-    )
+    out = _walk(value, lambda p, k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts), None)
     if stats is not None:
         stats.redactions.update(counts)
     return out

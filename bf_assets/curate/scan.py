@@ -31,9 +31,9 @@ from bf_assets.curate.clean import (
     text_key,
 )
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
+from bf_assets.curate.second_look import detect
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.messages import ROLES, check_messages, tool_names
-from bf_assets.curate.second_look import detect
 from bf_assets.redact import is_secret_key
 
 SECRET = "PUBLISH_SECRET"

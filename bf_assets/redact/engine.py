@@ -129,7 +129,8 @@ class Rule:
     group: int | None = None  # None: gitleaks' choice (first non-empty group, else the match)
     entropy: float = 0.0  # the secret must have more bits per character than this
     allows: tuple[Allow, ...] = ()
-    anchored: bool = False  # the match starts at a keyword occurrence
+    anchored: bool = False  # the match starts at an anchor (or, without anchors, a keyword)
+    anchors: tuple[str, ...] = ()  # lowercase words every match starts with
     ident_prefix: bool = False  # gitleaks' match starts up to 50 identifier chars earlier
     whole_text: bool = False
     finder: Finder | None = None  # a custom matcher instead of ``pattern``
@@ -137,7 +138,9 @@ class Rule:
     description: str = ""
     samples: tuple[str, ...] = field(default=(), repr=False)
 
-    def find(self, ctx: Context, positions: list[int], allow: Allow | None) -> list[tuple[int, int]]:
+    def find(
+        self, ctx: Context, positions: list[int], allow: Allow | None
+    ) -> list[tuple[int, int]]:
         if self.finder is not None:
             return [(s, e) for s, e in self.finder(ctx, positions) if e > s]
         assert self.pattern is not None
@@ -200,14 +203,17 @@ class RuleSet:
         self.rules = list(rules)
         self.global_allow = global_allow
         self.always = [i for i, r in enumerate(self.rules) if not r.keywords]
-        by_keyword: dict[str, list[int]] = {}
+        # word → (rules it gates, rules it anchors)
+        words: dict[str, tuple[list[int], list[int]]] = {}
         for i, r in enumerate(self.rules):
             for k in r.keywords:
-                by_keyword.setdefault(k, []).append(i)
+                words.setdefault(k, ([], []))[0].append(i)
+            for a in r.anchors:
+                words.setdefault(a, ([], []))[1].append(i)
         self._automaton = ahocorasick.Automaton()
-        for k, ids in by_keyword.items():
-            self._automaton.add_word(k, (len(k), tuple(ids)))
-        self._has_keywords = bool(by_keyword)
+        for k, (gates, anchors) in words.items():
+            self._automaton.add_word(k, (len(k), tuple(gates), tuple(anchors)))
+        self._has_keywords = bool(words)
         if self._has_keywords:
             self._automaton.make_automaton()
 
@@ -215,13 +221,21 @@ class RuleSet:
         return len(self.rules)
 
     def triggered(self, text: str) -> dict[int, list[int]]:
-        """Rule index → start positions of its keywords in ``text``."""
+        """Rule index → positions to look at, for every rule one of whose keywords occurs in
+        ``text``: its anchors' start positions for an anchored rule with anchors, else its
+        keywords' start positions."""
         hits: dict[int, list[int]] = {i: [] for i in self.always}
+        anchor_hits: dict[int, list[int]] = {}
         if self._has_keywords:
-            for end, (n, ids) in self._automaton.iter(lower_same_length(text)):
+            for end, (n, gates, anchors) in self._automaton.iter(lower_same_length(text)):
                 start = end - n + 1
-                for i in ids:
+                for i in gates:
                     hits.setdefault(i, []).append(start)
+                for i in anchors:
+                    anchor_hits.setdefault(i, []).append(start)
+        for i in hits:
+            if self.rules[i].anchors:
+                hits[i] = anchor_hits.get(i, [])
         return hits
 
     def spans(self, text: str) -> list[Span]:

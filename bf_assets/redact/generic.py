@@ -40,7 +40,9 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _KEY_HEAD = _rx(
     r"(?:-{2,5}[ \t]?)?BEGIN[ A-Z0-9_-]{0,100}?PRIVATE[ _]KEY(?:[ _]BLOCK)?(?:[ \t]?-{2,5})?", re.I
 )
-_KEY_END = _rx(r"-{2,5}[ \t]?END[ A-Z0-9_-]{0,100}?PRIVATE[ _]KEY(?:[ _]BLOCK)?(?:[ \t]?-{2,5})?", re.I)
+_KEY_END = _rx(
+    r"-{2,5}[ \t]?END[ A-Z0-9_-]{0,100}?PRIVATE[ _]KEY(?:[ _]BLOCK)?(?:[ \t]?-{2,5})?", re.I
+)
 # Key material after a header whose END line is missing: base64 lines, PEM/PGP header lines
 # (``Proc-Type: 4,ENCRYPTED``, ``Version: ...``), separated by real or escaped line breaks.
 _NL = r"(?:[ \t]*(?:\r?\n|\\r\\n|\\n|\\\\n)[ \t]*|[ \t]+)"
@@ -103,7 +105,7 @@ _PORT_PATH = _rx(r"\d{1,5}/")
 
 def find_url_credentials(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
-    for s, e, line_end in ctx.windows(positions):
+    for s, _e, line_end in ctx.windows(positions):
         for m in _URL_GREEDY.finditer(text, max(0, s - 64), line_end):
             pw = m.group("pw")
             if _PORT_PATH.match(pw) or pw.startswith("[REDACTED"):
@@ -338,9 +340,7 @@ def find_jwts(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
 # --------------------------------------------------------------------------- the rules
 
 
-def _r(
-    kind: str, keywords: tuple[str, ...], pattern: str, group: int = 0, flags: int = 0
-) -> Rule:
+def _r(kind: str, keywords: tuple[str, ...], pattern: str, group: int = 0, flags: int = 0) -> Rule:
     return Rule(kind=kind, keywords=keywords, pattern=_rx(pattern, flags), group=group)
 
 
@@ -351,20 +351,34 @@ def _whole(kind: str, keywords: tuple[str, ...], pattern: str) -> Rule:
 
 # Vendor formats, before gitleaks' rules (their kinds are the ones the card has always shown).
 VENDOR_RULES: list[Rule] = [
-    Rule(kind="private_key", keywords=("private key", "private_key", "putty-user-key-file"),
-         finder=find_private_keys, whole_text=True),  # fmt: skip
+    Rule(
+        kind="private_key",
+        keywords=("private key", "private_key", "putty-user-key-file"),
+        finder=find_private_keys,
+        whole_text=True,
+    ),  # fmt: skip
     _r("anthropic_key", ("sk-ant-",), r"\bsk-ant-[A-Za-z0-9_\-]{16,256}"),
-    _r("openai_key", ("sk-",), r"\bsk-(?:proj|admin|svcacct|benchflow|or-v1|None)-[A-Za-z0-9_\-]{16,256}"),
+    _r(
+        "openai_key",
+        ("sk-",),
+        r"\bsk-(?:proj|admin|svcacct|benchflow|or-v1|None)-[A-Za-z0-9_\-]{16,256}",
+    ),
     _r("openai_key", ("sk-",), r"\bsk-[A-Za-z0-9]{16,256}\b"),
     _r("google_key", ("aiza",), r"\bAIza[0-9A-Za-z_\-]{35}"),
     _r("google_key", ("aq.",), r"\bAQ\.[A-Za-z0-9_\-]{16,256}"),
     _r("google_oauth_token", ("ya29.",), r"\bya29\.[0-9A-Za-z_\-]{20,2048}"),
     _r("google_oauth_token", ("1//",), r"(?<![\w/])1//0[0-9A-Za-z_\-]{30,512}"),
-    _r("aws_key", ("akia", "asia", "abia", "acca", "a3t"),
-       r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[A-Z0-9]{16}\b"),  # fmt: skip
+    _r(
+        "aws_key",
+        ("akia", "asia", "abia", "acca", "a3t"),
+        r"\b(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[A-Z0-9]{16}\b",
+    ),  # fmt: skip
     _r("daytona_key", ("dtn_",), r"\bdtn_[A-Za-z0-9]{16,256}\b"),
-    _r("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-       r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,255}\b"),  # fmt: skip
+    _r(
+        "github_token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{20,255}\b",
+    ),  # fmt: skip
     _r("github_token", ("github_pat_",), r"\bgithub_pat_[A-Za-z0-9_]{20,255}\b"),
     _r("slack_token", ("xox",), r"(?i)\bxox[abeoprs]-[A-Za-z0-9\-]{10,255}"),
     _r("hf_token", ("hf_",), r"\bhf_[A-Za-z0-9]{20,255}\b"),
@@ -372,11 +386,17 @@ VENDOR_RULES: list[Rule] = [
     _r("xai_key", ("xai-",), r"\bxai-[A-Za-z0-9]{20,255}\b"),
     _r("replicate_key", ("r8_",), r"\br8_[A-Za-z0-9]{20,255}\b"),
     _r("fireworks_key", ("fw_",), r"\bfw_[A-Za-z0-9]{20,255}\b"),
-    _r("stripe_key", ("sk_", "rk_", "pk_", "whsec_"),
-       r"\b(?:[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{24,255})\b"),  # fmt: skip
-    _r("gitlab_token", ("gl", "gr1348941"),
-       r"\b(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_\-.]{20,1024}|"
-       r"GR1348941[A-Za-z0-9_\-]{20,50})"),  # fmt: skip
+    _r(
+        "stripe_key",
+        ("sk_", "rk_", "pk_", "whsec_"),
+        r"\b(?:[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,255}|whsec_[A-Za-z0-9]{24,255})\b",
+    ),  # fmt: skip
+    _r(
+        "gitlab_token",
+        ("gl", "gr1348941"),
+        r"\b(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas|ffct)-[A-Za-z0-9_\-.]{20,1024}|"
+        r"GR1348941[A-Za-z0-9_\-]{20,50})",
+    ),  # fmt: skip
     _r("npm_token", ("npm_",), r"\bnpm_[A-Za-z0-9]{36}\b"),
     _r("npm_token", ("_authtoken",), r"(?i)_authToken\s*=\s*([^\s\"']{8,1024})", 1),
     _r("pypi_token", ("pypi-",), r"\bpypi-[A-Za-z0-9_\-]{50,1024}"),
@@ -385,31 +405,52 @@ VENDOR_RULES: list[Rule] = [
     _r("mailchimp_key", ("-us",), r"\b[0-9a-f]{32}-us[0-9]{1,2}\b"),
     _r("telegram_bot_token", (":aa",), r"(?<![\w:])[0-9]{6,12}:AA[A-Za-z0-9_\-]{30,40}(?![\w-])"),
     _r("telegram_bot_token", ("bot",), r"(?i)\bbot([0-9]{6,12}:[A-Za-z0-9_\-]{30,40})(?![\w-])", 1),
-    _r("slack_webhook", ("hooks.slack.com",),
-       r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{8,256}"),  # fmt: skip
-    _r("discord_webhook", ("discord",),
-       r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/[A-Za-z0-9_\-]{20,256}"),  # fmt: skip
+    _r(
+        "slack_webhook",
+        ("hooks.slack.com",),
+        r"(?i)hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/+\-]{8,256}",
+    ),  # fmt: skip
+    _r(
+        "discord_webhook",
+        ("discord",),
+        r"(?i)discord(?:app)?\.com/api/webhooks/[0-9]{5,30}/[A-Za-z0-9_\-]{20,256}",
+    ),  # fmt: skip
     # bare forms of prefixed keys that gitleaks only finds next to the vendor's name
-    _r("newrelic_key", ("nrak-", "nrjs-", "nrii-"),
-       r"\b(?:NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9-]{32})\b"),  # fmt: skip
+    _r(
+        "newrelic_key",
+        ("nrak-", "nrjs-", "nrii-"),
+        r"\b(?:NRAK-[A-Z0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9-]{32})\b",
+    ),  # fmt: skip
     _r("mailgun_key", ("key-", "pubkey-"), r"\b(?:pub)?key-[a-f0-9]{32}\b"),
     _r("typeform_token", ("tfp_",), r"\btfp_[A-Za-z0-9\-_.=]{59}"),
     _r("yandex_key", ("aqvn",), r"\bAQVN[A-Za-z0-9_\-]{35,38}\b"),
     _r("definednetworking_token", ("dnkey-",), r"\bdnkey-[A-Za-z0-9=_\-]{26}-[A-Za-z0-9=_\-]{52}"),
     _whole("telegram_bot_token", (":",), r"(?<![\w:])[0-9]{8,10}:[A-Za-z0-9_\-]{35}(?![\w-])"),
-    _whole("discord_bot_token", (".",),
-           r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![\w-])"),  # fmt: skip
+    _whole(
+        "discord_bot_token",
+        (".",),
+        r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![\w-])",
+    ),  # fmt: skip
     _r("azure_storage_key", ("accountkey",), r"(?i)AccountKey\s*=\s*([A-Za-z0-9+/=]{20,200})", 1),
-    _r("azure_storage_key", ("sharedaccesssignature", "sharedaccesskey"),
-       r"(?i)SharedAccess(?:Signature|Key)\s*=\s*([^;\s\"']{8,2048})", 1),  # fmt: skip
+    _r(
+        "azure_storage_key",
+        ("sharedaccesssignature", "sharedaccesskey"),
+        r"(?i)SharedAccess(?:Signature|Key)\s*=\s*([^;\s\"']{8,2048})",
+        1,
+    ),  # fmt: skip
 ]
 
 # The generic forms, after gitleaks' rules: they name a span only when no vendor rule did.
 GENERIC_RULES: list[Rule] = [
-    Rule(kind="url_credentials", keywords=("://", ":\\/\\/", "?", "&"), finder=find_url_credentials),
+    Rule(
+        kind="url_credentials", keywords=("://", ":\\/\\/", "?", "&"), finder=find_url_credentials
+    ),
     Rule(kind="secret_assignment", keywords=KEYWORDS_ASSIGN, finder=find_assignments),
-    Rule(kind="secret_assignment", keywords=("pass", "pwd", "secret", "key", "contrase"),
-         finder=find_reversed),  # fmt: skip
+    Rule(
+        kind="secret_assignment",
+        keywords=("pass", "pwd", "secret", "key", "contrase"),
+        finder=find_reversed,
+    ),  # fmt: skip
     _r(
         "bearer_token",
         ("bearer",),

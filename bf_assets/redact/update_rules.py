@@ -123,7 +123,7 @@ def _literal_samples(body: str) -> Samples:
             stack.append(prev)
         elif tok in ("}", ")") and stack:
             stack.pop()
-        elif tok[0] in "\"`" and target is not None and stack:
+        elif tok[0] in '"`' and target is not None and stack:
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
             if prev == "+" or nxt in ("+", ":") or stack[-1] not in ("{", "append"):
                 continue
@@ -149,6 +149,40 @@ def extract_samples(src: Source) -> dict[str, Samples]:
 
 
 # --------------------------------------------------------------------------- rules
+
+
+def lead_literals(pattern: str) -> list[str] | None:
+    """The lowercase literal words every match of ``pattern`` starts with (one per
+    alternative of its leading group), or ``None`` when an alternative has none of at least
+    two characters.  ``[Mm]eraki`` counts as the literal ``meraki``."""
+    import re._constants as c
+    import re._parser as p
+
+    def lead(items: list[Any]) -> list[str] | None:
+        word = ""
+        for op, av in items:
+            if op is c.LITERAL:
+                word += chr(av).lower()
+            elif op is c.IN and all(o is c.LITERAL for o, _ in av):
+                letters = {chr(v).lower() for _, v in av}
+                if len(letters) != 1:
+                    break
+                word += letters.pop()
+            elif op is c.SUBPATTERN and not word:
+                return lead(list(av[3]))
+            elif op is c.BRANCH and not word:
+                out: list[str] = []
+                for alt in av[1]:
+                    sub = lead(list(alt))
+                    if sub is None:
+                        return None
+                    out.extend(sub)
+                return out
+            else:
+                break
+        return [word] if len(word) >= 2 else None
+
+    return lead(list(p.parse(pattern)))
 
 
 def _strip_prefix(go: str) -> tuple[str, bool]:
@@ -198,6 +232,7 @@ def convert(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             allow = _allowlists(r.get("allowlists", []))
         except (TranslationError, re.error) as exc:
             raise SystemExit(f"{rid}: {exc}") from exc
+        anchors = lead_literals(py) if anchored else None
         rules.append(
             {
                 "id": rid,
@@ -205,6 +240,7 @@ def convert(config: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 "go_regex": go,
                 "regex": py,
                 "anchored": anchored,
+                "anchors": sorted(set(anchors)) if anchors else None,
                 "keywords": sorted({k.lower() for k in r.get("keywords", [])}),
                 "entropy": float(r.get("entropy", 0.0)),
                 "secret_group": int(r.get("secretGroup", 0)),
