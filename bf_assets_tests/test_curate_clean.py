@@ -132,6 +132,7 @@ def test_clean_document_for_whole_files() -> None:
     assert SECRET not in out and "/home/alice" not in out and json.loads(out)
     md = f"# Card\n\nrun at {PATH} with {SECRET}\n"
     assert (
-        clean_document(md) == "# Card\n\nrun at <HOME>/work/run.log with [REDACTED:anthropic_key]\n"
+        clean_document(md)
+        == "# Card\n\nrun at <HOME>/work/run.log with key [REDACTED:anthropic_key]\n"
     )
     assert stats.n_redactions == 1 and stats.n_host_paths == 2
