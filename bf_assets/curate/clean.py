@@ -168,13 +168,20 @@ def _is_message(d: dict[str, Any]) -> bool:
     return not _MESSAGE_MARKS.isdisjoint(d)
 
 
-def reasoning_key_kind(parent: dict[str, Any], key: str, value: Any) -> str | None:
-    """The kind of private reasoning the ``key: value`` pair of ``parent`` is."""
+def reasoning_name_kind(parent: dict[str, Any], key: str, value: Any) -> str | None:
+    """The kind of private reasoning the key ``key`` of ``parent`` holds by its name."""
     if key in REASONING_KEYS:
         return REASONING_KEYS[key]
     if key in MESSAGE_REASONING_KEYS and _is_message(parent) and value not in (None, "", [], {}):
         return THINKING if key == "thinking" else REASONING_FIELD
-    return reasoning_kind(value)
+    return None
+
+
+def reasoning_key_kind(parent: dict[str, Any], key: str, value: Any) -> str | None:
+    """The kind of private reasoning the ``key: value`` pair of ``parent`` is."""
+    return reasoning_name_kind(parent, key, value) or (
+        reasoning_kind(value) if isinstance(value, dict) else None
+    )
 
 
 # --------------------------------------------------------------------------- host paths

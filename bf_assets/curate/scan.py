@@ -26,8 +26,8 @@ from bf_assets.curate.clean import (
     HOST_PATH_KEYS,
     HOST_PATH_RULES,
     SHORT_CACHE_ENTRIES,
-    reasoning_key_kind,
     reasoning_kind,
+    reasoning_name_kind,
     text_key,
 )
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
@@ -58,7 +58,7 @@ _CONTAINER = re.compile(r"\A\s*(?:\{[\s\S]*\}|\[[\s\S]*\])\s*\Z")
 
 def parse_json_string(v: str) -> Any:
     """The value of a string that holds a JSON object or array, else ``None``."""
-    if len(v) < 2 or not _CONTAINER.match(v):
+    if len(v) < 2 or v[0] not in "{[ \t\r\n" or not _CONTAINER.match(v):
         return None
     try:
         parsed = orjson.loads(v)
@@ -79,7 +79,6 @@ def walk(value: Any, *, into_strings: bool = True) -> Iterator[tuple[str | None,
         yield key, v, parent
         if isinstance(v, dict):
             stack.extend((k, x, v) for k, x in v.items())
-            stack.extend((None, k, None) for k in v if isinstance(k, str))  # keys are text
         elif isinstance(v, list):
             stack.extend((None, x, None) for x in v)
         elif into_strings and isinstance(v, str):
@@ -136,13 +135,18 @@ def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[F
         if key is not None:
             if key in BANNED_KEYS:
                 add(BANNED_KEY, f"banned key {key!r} in {where}", key)
-            elif parent is not None and (kind := reasoning_key_kind(parent, key, v)):
+            elif parent is not None and (kind := reasoning_name_kind(parent, key, v)):
                 add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+            kinds, paths = _text_hits(key, cache)  # keys are published text too
+            for kind in kinds:
+                add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
+            for ph in paths:
+                add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
             if key in HOST_PATH_KEYS and isinstance(v, str) and v.startswith(("/", "~")):
                 add(HOST_PATH, f"host path under {key!r} in {where}", key)
             if is_secret_key(key) and isinstance(v, str) and v and not _is_marker(v):
                 add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
-        elif isinstance(v, dict) and (kind := reasoning_kind(v)):
+        if isinstance(v, dict) and (kind := reasoning_kind(v)):
             add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
         if isinstance(v, str) and v:
             kinds, paths = _text_hits(v, cache)

@@ -19,10 +19,11 @@ redacted on parsed objects (never on serialized JSON), so an escape is never bro
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -160,12 +161,11 @@ _NOT_SECRET_TOKEN_PREFIXES = frozenset(
 
 
 def _normalise_key(name: str) -> str:
-    import re
-
     name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
     return name.replace("-", "_").lower()
 
 
+@lru_cache(maxsize=1 << 16)
 def is_secret_key(name: str) -> bool:
     norm = _normalise_key(name)
     if norm in _NOT_SECRET_NAMES or norm.endswith("_tokens") or norm.startswith("n_"):
