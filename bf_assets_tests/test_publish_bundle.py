@@ -14,14 +14,11 @@ import yaml
 from test_curate_rows import HOST, SECRET, leaky_trial
 from trialkit import Trial, build_trial, healthy_spec, oracle_spec
 
-from bf_assets.curate.candidate import Candidate
-from bf_assets.dataset.assemble import assemble
-from bf_assets.dataset.common import trial_key
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews
 from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.targets import PublishError
-from bf_assets.publish.verify import VERDICT_CHECK, GateReport, verify_bundle
+from bf_assets.publish.verify import VERDICT_CHECK, verify_bundle, verify_reviews
 from bf_assets.review.record import TrialReview
 
 LEAKS = (SECRET, "sk-ant-", "/home/alice", "/Users/bob", "file://", "reasoning_content")
@@ -29,13 +26,6 @@ LEAKS = (SECRET, "sk-ant-", "/home/alice", "/Users/bob", "file://", "reasoning_c
 
 def cands(*trials: Trial) -> list[TrialReview]:
     return [t.review() for t in trials]
-
-
-def verify_reviews(path: Path, reviews: list[TrialReview]) -> GateReport:
-    """Verify a bundle against the dataset review of ``reviews`` (what the checks do)."""
-    ds = assemble(reviews)
-    ids = {trial_key(r): Candidate.from_review(r).rollout_id for r in ds.trials}
-    return verify_bundle(path, ds, ids)
 
 
 def files_of(root: Path) -> dict[str, bytes]:

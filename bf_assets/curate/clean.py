@@ -1,31 +1,46 @@
-"""Cleaning export values: banned keys out, secrets redacted, host paths replaced.
+"""Cleaning export values: banned keys and private reasoning out, secrets redacted, host paths
+replaced, in every string at any depth.
 
-Everything works on parsed values (never on serialized JSON) and walks iteratively, so a
-deep step never hits Python's recursion limit.  :func:`clean_value` does, in order:
+Everything works on parsed values and walks iteratively.  :meth:`Cleaner.value` does:
 
 1. drop every banned key (``contract.BANNED_MESSAGE_KEYS`` plus verifier-only keys) at any
    depth, and replace the value of host-path keys (``rollout_dir``, ``effective_skills_dir``,
    …) with ``<HOST_PATH>``;
-2. redact secrets with the patterns of :mod:`bf_assets.redact` (``redact_text``; values under
-   secret-named keys are masked whatever they hold), repeated until a pass changes nothing
-   (at most 16 passes; never settling is an error);
-3. rewrite absolute host paths inside strings to placeholders.
+2. drop private reasoning in every provider's shape (:data:`REASONING_KINDS`): Anthropic
+   ``thinking``/``redacted_thinking`` blocks, their deltas and signatures; OpenAI Responses
+   ``reasoning`` items (summaries, ``encrypted_content``); chat-completion ``reasoning``,
+   ``reasoning_content`` and ``reasoning_details``; Gemini ``thought: true`` parts and thought
+   signatures;
+3. mask the values of secret-named keys, and clean every string (keys included):
+
+   * a string holding a JSON document (tool-call ``arguments``, a tool output that prints
+     JSON, a raw body) is parsed and cleaned as a value, then serialized again if anything
+     changed;
+   * every string is redacted with :mod:`bf_assets.redact` until a pass changes nothing (at
+     most 16 passes; never settling is an error), host paths are replaced in every spelling
+     (:data:`HOST_PATH_RULES`), and JSON objects embedded in free text that carry a banned or
+     reasoning key are cleaned in place (a key that is not valid JSON is cut textually).
 
 The counts of everything done are kept in a :class:`CleanStats` for the card and manifest.
+:func:`clean_document` cleans a whole text file or JSON document (card, manifest, report).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from bf_assets.contract import BANNED_MESSAGE_KEYS
 from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
+from bf_assets.redact.engine import is_marker
 
 # Verifier-only or gold content that must never reach a training row, beyond the contract's
 # banned keys.
@@ -75,20 +90,166 @@ def banned_category(key: str) -> str:
 
 MAX_REDACTION_PASSES = 16
 
-_B = r"(?<![\w/.~<>-])"  # a path starts at a boundary (not inside a relative path or a word)
-_USER = r"[A-Za-z0-9._-]{1,64}"
+# --------------------------------------------------------------------------- reasoning
+
+THINKING = "anthropic thinking"
+REDACTED_THINKING = "anthropic redacted thinking"
+SIGNATURE = "thinking signature"
+OPENAI_REASONING = "openai reasoning item"
+ENCRYPTED = "encrypted reasoning"
+REASONING_FIELD = "reasoning field"
+GEMINI_THOUGHT = "gemini thought"
+REASONING_KINDS = (
+    THINKING,
+    REDACTED_THINKING,
+    SIGNATURE,
+    OPENAI_REASONING,
+    ENCRYPTED,
+    REASONING_FIELD,
+    GEMINI_THOUGHT,
+)
+# keys that are private reasoning wherever they appear
+REASONING_KEYS = {
+    "reasoning_details": REASONING_FIELD,
+    "reasoning_text": REASONING_FIELD,
+    "encrypted_content": ENCRYPTED,
+    "encrypted_reasoning": ENCRYPTED,
+    "thought_signature": SIGNATURE,
+    "thoughtSignature": SIGNATURE,
+}
+# keys that are private reasoning on a message or a message delta
+MESSAGE_REASONING_KEYS = frozenset({"reasoning", "thinking", "reasoning_summary"})
+_MESSAGE_MARKS = frozenset({"role", "content", "tool_calls", "refusal"})
+_PART_TYPES = {
+    "thinking": THINKING,
+    "thinking_delta": THINKING,
+    "redacted_thinking": REDACTED_THINKING,
+    "signature_delta": SIGNATURE,
+    "reasoning": OPENAI_REASONING,
+    "reasoning_text": OPENAI_REASONING,
+    "reasoning_summary": OPENAI_REASONING,
+    "summary_text": OPENAI_REASONING,
+    "reasoning.text": REASONING_FIELD,
+    "reasoning.summary": REASONING_FIELD,
+    "reasoning.encrypted": ENCRYPTED,
+}
+# the keys that make a typed part a reasoning part (``{"type": "reasoning", ...}`` alone
+# could be a task's own data)
+_PART_EVIDENCE = {
+    THINKING: ("thinking", "signature"),
+    REDACTED_THINKING: ("data",),
+    SIGNATURE: ("signature",),
+    OPENAI_REASONING: ("summary", "encrypted_content", "text", "content"),
+    REASONING_FIELD: ("text", "summary", "data"),
+    ENCRYPTED: ("data", "encrypted_content"),
+}
+
+
+def reasoning_kind(v: Any) -> str | None:
+    """The kind of private reasoning ``v`` is, when it is a reasoning block or part."""
+    if not isinstance(v, dict):
+        return None
+    if v.get("thought") is True:
+        return GEMINI_THOUGHT
+    t = v.get("type")
+    kind = _PART_TYPES.get(t) if isinstance(t, str) else None
+    if kind is None:
+        return None
+    if t == "reasoning" and not (str(v.get("id") or "").startswith("rs_") or _evidence(v, kind)):
+        return None
+    return kind if _evidence(v, kind) or t != "reasoning" else None
+
+
+def _evidence(v: dict[str, Any], kind: str) -> bool:
+    return any(k in v for k in _PART_EVIDENCE.get(kind, ()))
+
+
+def _is_message(d: dict[str, Any]) -> bool:
+    return not _MESSAGE_MARKS.isdisjoint(d)
+
+
+def reasoning_name_kind(parent: dict[str, Any], key: str, value: Any) -> str | None:
+    """The kind of private reasoning the key ``key`` of ``parent`` holds by its name."""
+    if key in REASONING_KEYS:
+        return REASONING_KEYS[key]
+    if key in MESSAGE_REASONING_KEYS and _is_message(parent) and value not in (None, "", [], {}):
+        return THINKING if key == "thinking" else REASONING_FIELD
+    return None
+
+
+def reasoning_key_kind(parent: dict[str, Any], key: str, value: Any) -> str | None:
+    """The kind of private reasoning the ``key: value`` pair of ``parent`` is."""
+    return reasoning_name_kind(parent, key, value) or (
+        reasoning_kind(value) if isinstance(value, dict) else None
+    )
+
+
+# --------------------------------------------------------------------------- host paths
+
+_B = r"(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"  # a boundary, a glued flag
+_S = r"(?:\\{1,3}/|/)"  # a slash, or a JSON-escaped one
+_USER = r"[A-Za-z0-9._-]{1,64}(?![A-Za-z0-9._-])"
+_WIN_SEP = r"(?:\\{1,4}|/)"
+_WIN_USER = (
+    r"[^\\/\s\"'<>|*?:]{1,64}(?:[ ][^\\/\s\"'<>|*?:]{1,64}){0,3}(?=\\|/)|[^\\/\s\"'<>|*?:]{1,64}"
+)
+_END = r"(?![A-Za-z0-9._-])"
 # (compiled pattern, replacement): applied in order.
 HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?i)\bfile://[^\s\"'<>)\]}]*"), "<FILE_URI>"),
-    (re.compile(_B + r"/srv/bench(?=[/\s\"'),:;\]}]|$)"), "<BENCH_ROOT>"),
-    (re.compile(_B + r"/(?:home|Users)/" + _USER + r"(?=[/\s\"'),:;\]}]|$)"), "<HOME>"),
-    (re.compile(r"(?i)(?<![\w])[A-Z]:\\Users\\[^\\\s\"']{1,64}"), "<HOME>"),
+    (re.compile(r"(?i)\bfile:(?:\\?/){2}[^\s\"'<>)\]}`|]*"), "<FILE_URI>"),
+    (re.compile(_B + r"(?:\\{1,3})?/srv" + _S + r"bench" + _END), "<BENCH_ROOT>"),
     (
-        re.compile(_B + r"/(?:private/)?var/folders/[A-Za-z0-9_+-]{1,64}/[A-Za-z0-9_+-]{1,64}"),
+        re.compile(
+            r"(?i)(?<![\w])[A-Z]:"
+            + _WIN_SEP
+            + r"(?:Users|Documents and Settings)"
+            + _WIN_SEP
+            + r"(?:"
+            + _WIN_USER
+            + r")"
+        ),
+        "<HOME>",
+    ),
+    (
+        re.compile(
+            _B
+            + r"(?:\\{1,3})?/(?:mnt"
+            + _S
+            + r"[A-Za-z]"
+            + _S
+            + r"(?:Users|home)"
+            + r"|home|Users|var"
+            + _S
+            + r"home)"
+            + _S
+            + _USER
+        ),
+        "<HOME>",
+    ),
+    (re.compile(r"(?i)\\\\wsl(?:\$|\.localhost)\\[^\\\s]+\\home\\[^\\\s\"']{1,64}"), "<HOME>"),
+    (re.compile(r"(?<![\w~/\\.$-])~[A-Za-z_][A-Za-z0-9._-]{0,31}(?=/|\\/)"), "<HOME>"),
+    (re.compile(r"(?<=\bcd )~[A-Za-z_][A-Za-z0-9._-]{0,31}(?![A-Za-z0-9._-])"), "<HOME>"),
+    (
+        re.compile(
+            _B
+            + r"(?:\\{1,3})?/(?:private"
+            + _S
+            + r")?var"
+            + _S
+            + r"folders"
+            + _S
+            + r"[A-Za-z0-9_+-]{1,64}"
+            + _S
+            + r"[A-Za-z0-9_+-]{1,64}"
+        ),
         "<TMP>",
     ),
-    (re.compile(_B + r"/(?:private/)?(?:var/)?tmp(?=[/\s\"'),:;\]}]|$)"), "<TMP>"),
+    (
+        re.compile(_B + r"(?:\\{1,3})?/(?:private" + _S + r")?(?:var" + _S + r")?tmp" + _END),
+        "<TMP>",
+    ),
 ]
+_PATH_HINT = re.compile(r"/|\\|~|file:")
 
 
 @dataclass(slots=True)
@@ -96,11 +257,13 @@ class CleanStats:
     redactions: Counter[str] = field(default_factory=Counter)  # per secret kind
     host_paths: Counter[str] = field(default_factory=Counter)  # per placeholder
     banned_keys: Counter[str] = field(default_factory=Counter)  # per category of key
+    reasoning: Counter[str] = field(default_factory=Counter)  # per kind of private reasoning
 
     def add(self, other: CleanStats) -> None:
         self.redactions.update(other.redactions)
         self.host_paths.update(other.host_paths)
         self.banned_keys.update(other.banned_keys)
+        self.reasoning.update(other.reasoning)
 
     @property
     def n_redactions(self) -> int:
@@ -109,6 +272,13 @@ class CleanStats:
     @property
     def n_host_paths(self) -> int:
         return sum(self.host_paths.values())
+
+    @property
+    def n_reasoning(self) -> int:
+        return sum(self.reasoning.values())
+
+    def empty(self) -> bool:
+        return not (self.redactions or self.host_paths or self.banned_keys or self.reasoning)
 
     def to_dict(self) -> dict[str, list[dict[str, Any]]]:
         """``{what: [{kind, count}, ...]}``: kinds are values, never keys (a banned key name
@@ -119,6 +289,7 @@ class CleanStats:
                 ("redactions", self.redactions),
                 ("host_paths", self.host_paths),
                 ("banned_keys", self.banned_keys),
+                ("reasoning", self.reasoning),
             )
         }
 
@@ -128,6 +299,8 @@ class CleaningError(ValueError):
 
 
 def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
+    if not _PATH_HINT.search(text):
+        return text
     out = text
     for pattern, placeholder in HOST_PATH_RULES:
         out, n = pattern.subn(placeholder, out)
@@ -136,10 +309,24 @@ def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
     return out
 
 
+_KEEP = object()
+_DROP = object()
+_MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
+CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
+SHORT_CACHE_ENTRIES = 1 << 15
+CACHE_MAX_ENTRIES = 100_000
+
+OnKey = Callable[[dict[str, Any], str, Any], tuple[bool, Any]]
+
+
 def _walk(
-    value: Any, on_key: Callable[[str, Any], tuple[bool, Any]], on_str: Callable[[str], str]
+    value: Any,
+    on_key: OnKey,
+    on_str: Callable[[str], str],
+    drop_item: Callable[[Any], bool] | None = None,
 ) -> Any:
-    """Copy ``value``; ``on_key(k, v)`` → ``(keep, replacement or _KEEP)``; strings mapped."""
+    """Copy ``value``; ``on_key(parent, k, v)`` → ``(keep, replacement or _KEEP)``; strings
+    (keys included) mapped; list items for which ``drop_item`` is true left out."""
     if isinstance(value, str):
         return on_str(value)
     if not isinstance(value, dict | list):
@@ -152,32 +339,27 @@ def _walk(
             dst: dict[str, Any] = {}
             put(dst)
             for k, v in src.items():
-                keep, repl = on_key(k, v)
+                keep, repl = on_key(src, k, v)
                 if not keep:
                     continue
+                nk = on_str(k) if isinstance(k, str) else k
                 if repl is not _KEEP:
-                    dst[k] = repl
+                    dst[nk] = repl
                 elif isinstance(v, dict | list):
-                    dst[k] = None
-                    stack.append((v, lambda x, d=dst, key=k: d.__setitem__(key, x)))
+                    dst[nk] = None
+                    stack.append((v, lambda x, d=dst, key=nk: d.__setitem__(key, x)))
                 else:
-                    dst[k] = on_str(v) if isinstance(v, str) else v
+                    dst[nk] = on_str(v) if isinstance(v, str) else v
         else:
-            lst: list[Any] = [None] * len(src)
+            items = [v for v in src if not drop_item(v)] if drop_item is not None else src
+            lst: list[Any] = [None] * len(items)
             put(lst)
-            for i, v in enumerate(src):
+            for i, v in enumerate(items):
                 if isinstance(v, dict | list):
                     stack.append((v, lambda x, li=lst, idx=i: li.__setitem__(idx, x)))
                 else:
                     lst[i] = on_str(v) if isinstance(v, str) else v
     return root[0]
-
-
-_KEEP = object()
-_MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
-CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
-SHORT_CACHE_ENTRIES = 1 << 15
-CACHE_MAX_ENTRIES = 100_000
 
 
 def _is_abs_path(v: Any) -> bool:
@@ -203,40 +385,129 @@ def redact_text_stable(text: str, counts: Counter[str]) -> str:
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
 
+# --------------------------------------------------------------------------- JSON in text
+
+_CONTAINER = re.compile(r"\A\s*(?:\{[\s\S]*\}|\[[\s\S]*\])\s*\Z")
+_SENSITIVE_KEYS = sorted(BANNED_KEYS | set(REASONING_KEYS) | {"thinking", "reasoning", "thought"})
+# a sensitive key written as a JSON/Python key (plain or escaped quotes)
+_SENSITIVE_QUOTED = re.compile(
+    r"(\\*[\"'])(?:" + "|".join(re.escape(k) for k in _SENSITIVE_KEYS) + r")\1\s*:"
+)
+# textual fallback: banned and unambiguous reasoning keys whose value is not valid JSON
+_CUT_KEYS = sorted(BANNED_KEYS | set(REASONING_KEYS))
+_CUT = re.compile(
+    r"(?P<q>\\*[\"'])(?P<key>" + "|".join(re.escape(k) for k in _CUT_KEYS) + r")(?P=q)\s*:\s*"
+    r"(?:(?P=q)(?:(?!(?P=q)).)*(?P=q)|\{[^{}\n]*\}|\[[^\[\]\n]*\]|[^,}\]\n]*)"
+)
+_DECODER = json.JSONDecoder()
+
+
+def _dumps_like(original: str, value: Any) -> str:
+    """``value`` as JSON in roughly the layout of ``original`` (compact, spaced, indented)."""
+    if "\n" in original.strip():
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    if '": ' in original or '", ' in original:
+        return json.dumps(value, ensure_ascii=False)
+    return orjson.dumps(value).decode()
+
+
+def _parse_container(text: str) -> Any:
+    if len(text) < 2 or not _CONTAINER.match(text):
+        return _KEEP
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _KEEP
+    return value if isinstance(value, dict | list) else _KEEP
+
+
+def _embedded(text: str, stats: CleanStats) -> str:
+    """Clean the JSON objects embedded in free text that carry a sensitive key; cut what is
+    left of banned and reasoning keys that do not parse."""
+    if not _SENSITIVE_QUOTED.search(text):
+        return text
+    parts: list[str] = []
+    last = i = 0
+    tries = 0
+    while tries < 10_000:
+        i = text.find("{", i)
+        if i < 0:
+            break
+        tries += 1
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except ValueError:
+            i += 1
+            continue
+        chunk = text[i:end]
+        if _SENSITIVE_QUOTED.search(chunk):
+            cleaned = Cleaner(stats).value(value)
+            if cleaned != value:
+                parts.append(text[last:i])
+                parts.append(_dumps_like(chunk, cleaned))
+                last = end
+        i = end
+    out = "".join(parts) + text[last:] if parts else text
+
+    def cut(m: re.Match[str]) -> str:
+        key = m.group("key")
+        if key in BANNED_KEYS:
+            stats.banned_keys[banned_category(key)] += 1
+        else:
+            stats.reasoning[REASONING_KEYS[key]] += 1
+        q = m.group("q")
+        return f"{q}removed{q}: null"
+
+    return _CUT.sub(cut, out)
+
+
+def _clean_string(text: str) -> tuple[str, CleanStats]:
+    """One string cleaned: as a JSON document when it is one, then as text."""
+    delta = CleanStats()
+    out = text
+    parsed = _parse_container(text)
+    if parsed is not _KEEP:
+        cleaned = Cleaner(delta).value(parsed)
+        if cleaned != parsed:
+            out = _dumps_like(text, cleaned)
+    out = redact_text_stable(out, delta.redactions)
+    out = strip_host_paths(out, delta)
+    if parsed is _KEEP:
+        out = _embedded(out, delta)
+    return out, delta
+
+
 def clean_text(text: str) -> tuple[str, Counter[str], Counter[str]]:
-    """One string redacted to stability and stripped of host paths, with the counts of
-    redactions (per kind) and host paths (per placeholder)."""
-    red: Counter[str] = Counter()
-    out = redact_text_stable(text, red)
-    paths = CleanStats()
-    out = strip_host_paths(out, paths)
-    return out, red, paths.host_paths
+    """One string cleaned, with the counts of redactions (per kind) and host paths (per
+    placeholder)."""
+    out, delta = _clean_short(text)
+    return out, delta.redactions, delta.host_paths
 
 
 # Short strings (job keys, rollout names, outcomes, exclusion reasons…) recur across rows,
 # trials, the card and the manifest of a release: each is cleaned once per process.  The
-# counters of a cached result are shared: callers only read them.
-_clean_short = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(clean_text)
+# stats of a cached result are shared: callers only read them.
+_clean_short = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_clean_string)
 
 
 class Cleaner:
     """Cleans values for one trial, with a cache of cleaned strings.
 
     A long trial repeats its history in every step's prompt, so the same tool output is seen
-    many times: each distinct string is redacted and path-stripped once, and the counts of
-    the cached result are replayed for every occurrence.
+    many times: each distinct string is cleaned once, and the counts of the cached result are
+    replayed for every occurrence.
     """
 
     def __init__(self, stats: CleanStats | None = None) -> None:
         self.stats = stats if stats is not None else CleanStats()
-        self._cache: dict[bytes, tuple[str, Counter[str], Counter[str]]] = {}
+        self._cache: dict[bytes, tuple[str, CleanStats]] = {}
 
-    def _clean_text(self, text: str) -> tuple[str, Counter[str], Counter[str]]:
-        return clean_text(text)
+    def _clean_text(self, text: str) -> tuple[str, CleanStats]:
+        return _clean_string(text)
 
     def text(self, text: str) -> str:
         if len(text) < CACHE_MIN_CHARS:
-            out, red, paths = _clean_short(text)
+            out, delta = _clean_short(text)
         else:
             key = text_key(text)
             hit = self._cache.get(key)
@@ -244,29 +515,57 @@ class Cleaner:
                 if len(self._cache) >= CACHE_MAX_ENTRIES:
                     self._cache.clear()
                 hit = self._cache[key] = self._clean_text(text)
-            out, red, paths = hit
-        self.stats.redactions.update(red)
-        self.stats.host_paths.update(paths)
+            out, delta = hit
+        if not delta.empty():
+            self.stats.add(delta)
         return out
 
-    def _on_key(self, k: str, v: Any) -> tuple[bool, Any]:
+    def _drop_item(self, v: Any) -> bool:
+        kind = reasoning_kind(v)
+        if kind is not None:
+            self.stats.reasoning[kind] += 1
+            return True
+        return False
+
+    def _on_key(self, parent: dict[str, Any], k: str, v: Any) -> tuple[bool, Any]:
         if k in BANNED_KEYS:
             self.stats.banned_keys[banned_category(k)] += 1
             return False, None
+        if isinstance(k, str):
+            kind = reasoning_key_kind(parent, k, v)
+            if kind is not None:
+                self.stats.reasoning[kind] += 1
+                return False, None
         if k in HOST_PATH_KEYS and _is_abs_path(v):
             self.stats.host_paths[HOST_PATH_PLACEHOLDER] += 1
             return True, HOST_PATH_PLACEHOLDER
-        if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v:
-            if v.startswith(_MARKERS):
+        if isinstance(k, str) and isinstance(v, str) and v and secret_named(k, v):
+            if v.startswith(_MARKERS) or is_marker(v):
                 return True, v
             self.stats.redactions["secret_field"] += 1
             return True, PLACEHOLDER.format(kind="secret_field")
         return True, _KEEP
 
     def value(self, value: Any) -> Any:
-        """Banned keys dropped, secret-named fields masked, every string redacted to
-        stability and stripped of host paths."""
-        return _walk(value, self._on_key, self.text)
+        """Banned keys and private reasoning dropped, secret-named fields masked, every
+        string (keys too) redacted to stability and stripped of host paths."""
+        return _walk(value, self._on_key, self.text, self._drop_item)
+
+
+# detect-secrets-style key words: a value under a key holding one of them, that starts like
+# a word, is a secret (``secret_name``, ``db_password_prod``)
+_SECRET_WORD = re.compile(
+    r"(?i)(?:api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|"
+    r"private_?key|client_?key|db_?pass|database_?pass|key_?pass|password|passwd|pwd|secret|"
+    r"contrase(?:\u00f1|n)a)"
+)
+
+
+def secret_named(key: str, value: str) -> bool:
+    """True when ``value`` under ``key`` is a secret by the key's name alone."""
+    if is_secret_key(key):
+        return True
+    return bool(_SECRET_WORD.search(key)) and bool(re.match(r"\w", value))
 
 
 def clean_value(value: Any, stats: CleanStats | None = None) -> Any:
@@ -274,10 +573,21 @@ def clean_value(value: Any, stats: CleanStats | None = None) -> Any:
     return Cleaner(stats).value(value)
 
 
+def clean_document(text: str, stats: CleanStats | None = None) -> str:
+    """A whole text file or JSON document (card, manifest, report) cleaned for publishing:
+    a JSON document is parsed and cleaned as a value (keys and nested JSON strings included)
+    and serialized in its layout; any other text is cleaned as one string (secrets, host
+    paths, embedded JSON with banned or reasoning keys)."""
+    st = stats if stats is not None else CleanStats()
+    out, delta = _clean_string(text)
+    st.add(delta)
+    return out
+
+
 def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
     """Only the redaction part of :func:`clean_value` (no key or path rules)."""
     counts: Counter[str] = Counter()
-    out = _walk(value, lambda k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts))
+    out = _walk(value, lambda p, k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts), None)
     if stats is not None:
         stats.redactions.update(counts)
     return out

@@ -1,8 +1,11 @@
 """The ``PUBLISH_*`` checks on cleaned export rows and on any text that gets published.
 
 ``scan_row`` never trusts the cleaning step: it walks every key and string of the row (JSON
-string columns parsed) and reports what survived.  Evidence never carries the secret or the
-path itself, only where and what kind.
+string columns parsed, and every string that holds a JSON document parsed and walked in
+turn) and reports what survived.  Secrets are looked for with a detector independent of the
+redactor (:mod:`bf_assets.curate.second_look`, detect-secrets' plugins); banned keys and
+private reasoning in any provider's shape are ``PUBLISH_BANNED_KEY``.  Evidence never carries
+the secret or the path itself, only where and what kind (the plugin's name for a secret).
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from bf_assets.curate.clean import (
     HOST_PATH_KEYS,
     HOST_PATH_RULES,
     SHORT_CACHE_ENTRIES,
+    reasoning_kind,
+    reasoning_name_kind,
     text_key,
 )
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
+from bf_assets.curate.second_look import detect
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.messages import ROLES, check_messages, tool_names
-from bf_assets.redact import find_secrets, is_secret_key
+from bf_assets.redact import is_secret_key
 
 SECRET = "PUBLISH_SECRET"
 HOST_PATH = "PUBLISH_HOST_PATH"
@@ -47,16 +53,38 @@ def _is_marker(v: str) -> bool:
     return v.startswith(("[REDACTED", "***REDACTED", "<XXX-benchflow")) or v == "<HOST_PATH>"
 
 
-def walk(value: Any) -> Iterator[tuple[str | None, Any]]:
-    """Every ``(key, value)`` pair of a parsed JSON value (key ``None`` for list items)."""
-    stack: list[tuple[str | None, Any]] = [(None, value)]
+_CONTAINER = re.compile(r"\A\s*(?:\{[\s\S]*\}|\[[\s\S]*\])\s*\Z")
+
+
+def parse_json_string(v: str) -> Any:
+    """The value of a string that holds a JSON object or array, else ``None``."""
+    if len(v) < 2 or v[0] not in "{[ \t\r\n" or not _CONTAINER.match(v):
+        return None
+    try:
+        parsed = orjson.loads(v)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict | list) else None
+
+
+Parent = dict[str, Any] | None
+
+
+def walk(value: Any, *, into_strings: bool = True) -> Iterator[tuple[str | None, Any, Parent]]:
+    """Every ``(key, value, parent dict)`` of a parsed JSON value (key ``None`` for list
+    items); strings holding a JSON document are parsed and walked too."""
+    stack: list[tuple[str | None, Any, Parent]] = [(None, value, None)]
     while stack:
-        key, v = stack.pop()
-        yield key, v
+        key, v, parent = stack.pop()
+        yield key, v, parent
         if isinstance(v, dict):
-            stack.extend(v.items())
+            stack.extend((k, x, v) for k, x in v.items())
         elif isinstance(v, list):
-            stack.extend((None, x) for x in v)
+            stack.extend((None, x, None) for x in v)
+        elif into_strings and isinstance(v, str):
+            inner = parse_json_string(v)
+            if inner is not None:
+                stack.append((None, inner, None))
 
 
 def host_paths_in(text: str) -> list[str]:
@@ -68,8 +96,8 @@ TextCache = dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]]
 
 
 def text_hits(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(secret kinds, host-path placeholders)`` found in ``text``."""
-    return tuple(k for k, _ in find_secrets(text)), tuple(host_paths_in(text))
+    """``(secret detectors that fired, host-path placeholders)`` found in ``text``."""
+    return tuple(detect(text)), tuple(host_paths_in(text))
 
 
 # Short strings recur across rows, shards, the card and the manifest: scanned once each.
@@ -103,18 +131,27 @@ def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[F
         seen.add((check, evidence))
         out.append(finding(check, message, file=where, evidence=evidence))
 
-    for key, v in walk(value):
+    for key, v, parent in walk(value):
         if key is not None:
             if key in BANNED_KEYS:
                 add(BANNED_KEY, f"banned key {key!r} in {where}", key)
+            elif parent is not None and (kind := reasoning_name_kind(parent, key, v)):
+                add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+            kinds, paths = _text_hits(key, cache)  # keys are published text too
+            for kind in kinds:
+                add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
+            for ph in paths:
+                add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
             if key in HOST_PATH_KEYS and isinstance(v, str) and v.startswith(("/", "~")):
                 add(HOST_PATH, f"host path under {key!r} in {where}", key)
             if is_secret_key(key) and isinstance(v, str) and v and not _is_marker(v):
                 add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
+        if isinstance(v, dict) and (kind := reasoning_kind(v)):
+            add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
         if isinstance(v, str) and v:
             kinds, paths = _text_hits(v, cache)
             for kind in kinds:
-                add(SECRET, f"a {kind} survives in {where}", kind)
+                add(SECRET, f"detect-secrets {kind} fires in {where}", kind)
             for ph in paths:
                 add(HOST_PATH, f"an absolute host path ({ph}) survives in {where}", ph)
     return out

@@ -1,0 +1,149 @@
+"""The second, independent look for secrets behind ``PUBLISH_SECRET``: detect-secrets.
+
+The redactor (:mod:`bf_assets.redact`) runs gitleaks' rules and our own; this module never
+calls it.  It runs Yelp's detect-secrets plugins through their Python API on the finished
+bundle's strings, so a secret the redactor's rules miss is still caught when detect-secrets
+knows its shape.  The named plugins used (:data:`PLUGINS`) are every detect-secrets plugin
+but three: ``ArtifactoryDetector`` (its unanchored ``AP…`` pattern flags ordinary
+capitalised words), the two high-entropy-string plugins (they flag every hash and base64
+blob a trajectory holds) and ``IPPublicDetector`` (an address is not a credential).
+
+The keyword plugin runs line by line, as detect-secrets runs it on a file, with its
+quotes-required patterns (detect-secrets' choice for text of unknown type) and its own
+heuristic filters; the other plugins run on the whole string.  A hit whose value is one of
+our placeholders is not a secret.  No plugin's ``verify`` is ever called (no network).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import BasePlugin, RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.cloudant import CloudantDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
+from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.keyword import QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.softlayer import SoftlayerDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+KEYWORD_TYPE = "Secret Keyword"
+
+
+class ProviderKeyDetector(RegexBasedDetector):
+    """A detect-secrets plugin of ours for the model-provider and developer-platform keys
+    agent runs carry and detect-secrets has no plugin for (written for this check alone: the
+    redactor never uses it)."""
+
+    secret_type = "Provider API Key"
+    denylist = [
+        re.compile(p)
+        for p in (
+            r"sk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_-]{20,}",
+            r"sk-ant-[A-Za-z0-9_-]{24,}",
+            r"sk-(?:proj|svcacct|admin|or-v1)-[A-Za-z0-9_-]{20,}",
+            r"AIza[0-9A-Za-z_-]{35}",
+            r"ya29\.[0-9A-Za-z_-]{20,}",
+            r"(?<![A-Za-z0-9])(?:hf|gsk|r8|dtn|fw)_[A-Za-z0-9]{20,}",
+            r"(?<![A-Za-z0-9-])xai-[A-Za-z0-9]{40,}",
+            r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36}",
+            r"(?<![A-Za-z0-9])[rs]k_(?:live|test|prod)_[A-Za-z0-9]{16,}",
+            r"(?<![A-Za-z0-9])(?:dop|doo|dor)_v1_[a-f0-9]{64}",
+            r"(?<![A-Za-z0-9])shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+            r"(?<![A-Za-z0-9])lin_api_[A-Za-z0-9]{40}",
+            r"(?<![A-Za-z0-9])github_pat_[A-Za-z0-9_]{40,}",
+        )
+    ]
+
+
+PLUGINS: tuple[BasePlugin, ...] = (
+    ProviderKeyDetector(),
+    AWSKeyDetector(),
+    AzureStorageKeyDetector(),
+    BasicAuthDetector(),
+    CloudantDetector(),
+    DiscordBotTokenDetector(),
+    GitHubTokenDetector(),
+    GitLabTokenDetector(),
+    IbmCloudIamDetector(),
+    IbmCosHmacDetector(),
+    JwtTokenDetector(),
+    MailchimpDetector(),
+    NpmDetector(),
+    OpenAIDetector(),
+    PrivateKeyDetector(),
+    PypiTokenDetector(),
+    SendGridDetector(),
+    SlackDetector(),
+    SoftlayerDetector(),
+    SquareOAuthDetector(),
+    StripeDetector(),
+    TelegramBotTokenDetector(),
+    TwilioKeyDetector(),
+)
+PLUGIN_NAMES = tuple(sorted({type(p).__name__ for p in PLUGINS} | {"KeywordDetector"}))
+# Lines the keyword plugin can match contain one of its words (its patterns are
+# case-insensitive): the rest are never handed to it.
+_KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
+_OUR_MARKERS = ("[REDACTED", "<HOST_PATH>", "<HOME>", "<TMP>", "***REDACTED***")
+
+
+def _ours(value: str) -> bool:
+    return value.startswith(_OUR_MARKERS) or "[REDACTED:" in value
+
+
+def _keyword_filtered(secret: str) -> bool:
+    """detect-secrets' own heuristic filters for keyword hits."""
+    return (
+        heuristic.is_sequential_string(secret)
+        or heuristic.is_potential_uuid(secret)
+        or heuristic.is_templated_secret(secret)
+        or heuristic.is_prefixed_with_dollar_sign(secret)
+        or heuristic.is_not_alphanumeric_string(secret)
+    )
+
+
+def _keyword_hits(text: str) -> Iterator[str]:
+    if not _KEYWORD_HINT.search(text):
+        return
+    for line in text.splitlines():
+        if len(line) < 4 or not _KEYWORD_HINT.search(line):
+            continue
+        if heuristic.is_indirect_reference(line):
+            continue
+        for rx, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
+            for m in rx.finditer(line):
+                value = m.group(group)
+                if value and not _ours(value) and not _keyword_filtered(value):
+                    yield KEYWORD_TYPE
+
+
+def detect(text: str) -> list[str]:
+    """The detect-secrets secret types found in ``text`` (one entry per hit, no values)."""
+    if not text or len(text) < 8:
+        return []
+    out = []
+    for plugin in PLUGINS:
+        for value in plugin.analyze_string(text):
+            if value and not _ours(value):
+                out.append(f"{type(plugin).__name__} ({plugin.secret_type})")
+    out.extend(f"KeywordDetector ({t})" for t in _keyword_hits(text))
+    return out

@@ -1,0 +1,279 @@
+"""The matching engine: keyword prefilter, rules run only where their keywords occur.
+
+A :class:`RuleSet` holds every rule's keywords in one Aho-Corasick automaton.  Scanning a
+string lowercases it once, walks the automaton once, and runs a rule only if one of its
+keywords occurs, and only near the occurrences:
+
+* ``anchored`` rules (gitleaks' semi-generic ``keyword ... = value`` rules and our own
+  assignment rules) are tried with ``match`` at each keyword position: cost grows with the
+  number of keyword hits, not with the length of the text;
+* window rules are searched in the lines around each hit (the line before to the line after,
+  at most a few KB either side; a match touching the window's end is searched again to the end
+  of the line, so a long secret is never cut);
+* ``whole_text`` rules (patterns that span lines, such as private-key blocks) search the text.
+
+Every match becomes a secret span (the rule's secret group, gitleaks' choice of group, or a
+custom finder's span), filtered by the rule's entropy floor and allowlists; overlapping spans
+are merged (the earlier rule names the merged span) so a secret is always replaced whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import ahocorasick
+
+PLACEHOLDER = "[REDACTED:{kind}]"
+MARKER_PREFIXES = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>", "<HOST_PATH>")
+WINDOW_BEFORE = 2048
+WINDOW_AFTER = 4096
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_IDENT = frozenset(string.ascii_letters + string.digits + "_.-")
+
+# (start, end, priority, kind) of one secret in a text
+Span = tuple[int, int, int, str]
+Finder = Callable[["Context", list[int]], Iterable[tuple[int, int]]]
+
+
+def lower_same_length(text: str) -> str:
+    """``text`` lowercased with every index unchanged (ASCII-only folding when full Unicode
+    lowercasing would change the length)."""
+    low = text.lower()
+    return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def shannon_entropy(data: str) -> float:
+    if not data:
+        return 0.0
+    n = len(data)
+    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+
+
+def is_marker(value: str) -> bool:
+    return value.startswith(MARKER_PREFIXES) or "[REDACTED:" in value
+
+
+class Context:
+    """One text being scanned, with its newline index built on first use."""
+
+    __slots__ = ("text", "_newlines")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._newlines: list[int] | None = None
+
+    @property
+    def newlines(self) -> list[int]:
+        if self._newlines is None:
+            self._newlines = [m.start() for m in re.finditer("\n", self.text)]
+        return self._newlines
+
+    def line_bounds(self, pos: int, before: int = 0, after: int = 0) -> tuple[int, int]:
+        """Start of the line ``before`` lines above ``pos``'s line, end of the line ``after``
+        lines below it."""
+        nl = self.newlines
+        i = bisect.bisect_left(nl, pos)  # nl[i-1] < pos <= nl[i]
+        lo = i - 1 - before
+        start = nl[lo] + 1 if lo >= 0 else 0
+        hi = i + after
+        end = nl[hi] if hi < len(nl) else len(self.text)
+        return start, end
+
+    def windows(self, positions: Iterable[int]) -> list[tuple[int, int, int]]:
+        """Merged ``(start, end, line_end)`` windows around ``positions``."""
+        out: list[list[int]] = []
+        for p in sorted(set(positions)):
+            if out and p + 1 < out[-1][1] - WINDOW_AFTER // 2:
+                continue  # well inside the previous window
+            ls, le = self.line_bounds(p, 1, 1)
+            s, e = max(ls, p - WINDOW_BEFORE), min(le, p + WINDOW_AFTER)
+            if out and s <= out[-1][1]:
+                out[-1][1] = max(out[-1][1], e)
+                out[-1][2] = max(out[-1][2], le)
+            else:
+                out.append([s, e, le])
+        return [(s, e, le) for s, e, le in out]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """A gitleaks allowlist: the finding is dropped when it applies."""
+
+    target: str = "secret"  # "secret", "match" or "line"
+    regexes: tuple[re.Pattern[str], ...] = ()
+    stopwords: tuple[str, ...] = ()
+    all_of: bool = False  # condition AND
+
+    def applies(self, secret: str, match: str, line: str) -> bool:
+        subject = match if self.target == "match" else line if self.target == "line" else secret
+        rx = any(r.search(subject) for r in self.regexes)
+        low = secret.lower()
+        sw = any(w in low for w in self.stopwords)
+        if self.all_of:
+            checks = ([rx] if self.regexes else []) + ([sw] if self.stopwords else [])
+            return bool(checks) and all(checks)
+        return rx or sw
+
+
+@dataclass(slots=True)
+class Rule:
+    kind: str  # the placeholder's kind and the per-kind count's key
+    keywords: tuple[str, ...]  # lowercase; a rule without keywords runs on every text
+    pattern: re.Pattern[str] | None = None
+    group: int | None = None  # None: gitleaks' choice (first non-empty group, else the match)
+    entropy: float = 0.0  # the secret must have more bits per character than this
+    allows: tuple[Allow, ...] = ()
+    anchored: bool = False  # the match starts at an anchor (or, without anchors, a keyword)
+    anchors: tuple[str, ...] = ()  # lowercase words every match starts with
+    ident_prefix: bool = False  # gitleaks' match starts up to 50 identifier chars earlier
+    whole_text: bool = False
+    finder: Finder | None = None  # a custom matcher instead of ``pattern``
+    source: str = "bf-assets"
+    description: str = ""
+    samples: tuple[str, ...] = field(default=(), repr=False)
+
+    def find(
+        self, ctx: Context, positions: list[int], allow: Allow | None
+    ) -> list[tuple[int, int]]:
+        if self.finder is not None:
+            return [(s, e) for s, e in self.finder(ctx, positions) if e > s]
+        assert self.pattern is not None
+        text, rx = ctx.text, self.pattern
+        matches: list[re.Match[str]] = []
+        if self.anchored:
+            for p in sorted(set(positions)):
+                m = rx.match(text, p)
+                if m:
+                    matches.append(m)
+        elif self.whole_text or not positions:
+            matches.extend(rx.finditer(text))
+        else:
+            for s, e, line_end in ctx.windows(positions):
+                for m in rx.finditer(text, s, e):
+                    if m.end() == e and e < line_end:  # may be cut by the window: look again
+                        m = rx.match(text, m.start(), line_end) or m
+                    matches.append(m)
+        out = []
+        for m in matches:
+            span = self._secret_span(m)
+            if span is not None and self._accepted(ctx, m, span, allow):
+                out.append(span)
+        return out
+
+    def _secret_span(self, m: re.Match[str]) -> tuple[int, int] | None:
+        if self.group is not None:
+            return m.span(self.group) if m.group(self.group) else None
+        for g in range(1, (m.re.groups or 0) + 1):
+            if m.group(g):
+                return m.span(g)
+        return m.span() if m.end() > m.start() else None
+
+    def _accepted(
+        self, ctx: Context, m: re.Match[str], span: tuple[int, int], allow: Allow | None
+    ) -> bool:
+        text = ctx.text
+        secret = text[span[0] : span[1]].strip("\n")
+        if not secret or is_marker(secret):
+            return False
+        if self.entropy and shannon_entropy(secret) <= self.entropy:
+            return False
+        checks = ((allow,) if allow is not None else ()) + self.allows
+        if not checks:
+            return True
+        start = m.start()
+        if self.ident_prefix:
+            while start > 0 and m.start() - start < 50 and text[start - 1] in _IDENT:
+                start -= 1
+        match = text[start : m.end()].strip("\n")
+        ls, le = ctx.line_bounds(m.start())
+        line = text[ls : max(le, min(m.end(), len(text)))]
+        return not any(a.applies(secret, match, line) for a in checks)
+
+
+class RuleSet:
+    """Rules in priority order (earlier rules name a merged span) behind one automaton."""
+
+    def __init__(self, rules: Sequence[Rule], global_allow: Allow | None = None) -> None:
+        self.rules = list(rules)
+        self.global_allow = global_allow
+        self.always = [i for i, r in enumerate(self.rules) if not r.keywords]
+        # word → (rules it gates, rules it anchors)
+        words: dict[str, tuple[list[int], list[int]]] = {}
+        for i, r in enumerate(self.rules):
+            for k in r.keywords:
+                words.setdefault(k, ([], []))[0].append(i)
+            for a in r.anchors:
+                words.setdefault(a, ([], []))[1].append(i)
+        self._automaton = ahocorasick.Automaton()
+        for k, (gates, anchors) in words.items():
+            self._automaton.add_word(k, (len(k), tuple(gates), tuple(anchors)))
+        self._has_keywords = bool(words)
+        if self._has_keywords:
+            self._automaton.make_automaton()
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def triggered(self, text: str) -> dict[int, list[int]]:
+        """Rule index → positions to look at, for every rule one of whose keywords occurs in
+        ``text``: its anchors' start positions for an anchored rule with anchors, else its
+        keywords' start positions."""
+        hits: dict[int, list[int]] = {i: [] for i in self.always}
+        anchor_hits: dict[int, list[int]] = {}
+        if self._has_keywords:
+            for end, (n, gates, anchors) in self._automaton.iter(lower_same_length(text)):
+                start = end - n + 1
+                for i in gates:
+                    hits.setdefault(i, []).append(start)
+                for i in anchors:
+                    anchor_hits.setdefault(i, []).append(start)
+        for i in hits:
+            if self.rules[i].anchors:
+                hits[i] = anchor_hits.get(i, [])
+        return hits
+
+    def spans(self, text: str) -> list[Span]:
+        """Merged secret spans of ``text``, sorted by position."""
+        if not text:
+            return []
+        ctx = Context(text)
+        found: list[Span] = []
+        for i, positions in sorted(self.triggered(text).items()):
+            rule = self.rules[i]
+            allow = self.global_allow if rule.source == "gitleaks" else None
+            found.extend((s, e, i, rule.kind) for s, e in rule.find(ctx, positions, allow))
+        return merge_spans(found)
+
+    def redact(self, text: str, counts: Counter[str] | None = None) -> str:
+        spans = self.spans(text)
+        if not spans:
+            return text
+        parts, last = [], 0
+        for s, e, _, kind in spans:
+            parts.append(text[last:s])
+            parts.append(PLACEHOLDER.format(kind=kind))
+            last = e
+            if counts is not None:
+                counts[kind] += 1
+        parts.append(text[last:])
+        return "".join(parts)
+
+
+def merge_spans(spans: list[Span]) -> list[Span]:
+    spans.sort(key=lambda x: (x[0], -x[1]))
+    out: list[Span] = []
+    for s, e, prio, kind in spans:
+        if out and s < out[-1][1]:
+            ps, pe, pprio, pkind = out[-1]
+            if prio < pprio:
+                pprio, pkind = prio, kind
+            out[-1] = (ps, max(pe, e), pprio, pkind)
+        else:
+            out.append((s, e, prio, kind))
+    return out
