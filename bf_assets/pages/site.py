@@ -21,7 +21,8 @@ from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
-from bf_assets.pages.trial import PageInput, render_trial
+from bf_assets.pages.trial import PageInput, error_page, render_trial
+from bf_assets.review.record import TRIAL_ERRORS
 
 INDEX = "index.html"
 TRIALS_DIR = "trials"
@@ -95,7 +96,10 @@ def write_pages(
             index_href="../" + INDEX,
             report_href="../" + report_rel if report_rel else None,
         )
-        html, _ = render_trial(inp, clean=clean)
+        try:
+            html, _ = render_trial(inp, clean=clean)
+        except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
+            html = error_page(inp, exc, clean=clean)
         path = out / hrefs[key]
         n = _write(path, html)
         res.pages[key] = path

@@ -399,3 +399,22 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
     body.append("</main>")
     title = scrub.text(f"{r.ref.rollout} · {r.verdict}")
     return page(title, "\n".join(body)), facts
+
+
+def error_page(inp: PageInput, exc: BaseException, *, clean: bool = True) -> str:
+    """The page of a trial whose files could not be read for it: the verdict and findings
+    are still shown, without evidence."""
+    scrub = Scrub(clean)
+    r = inp.review
+    findings = [(f, None) for f in sort_findings(r.findings)]
+    body = [
+        _header(inp, scrub),
+        "<main>",
+        f'<section><p class="problem">The trial\'s files could not be read for this page: '
+        f"{esc(scrub.text(type(exc).__name__ + ': ' + str(exc)))}</p></section>",
+        _summary(inp, scrub),
+        _decision(inp, scrub),
+        _findings(findings, {}, {}, scrub),
+        "</main>",
+    ]
+    return page(scrub.text(f"{r.ref.rollout} · {r.verdict}"), "\n".join(body))
