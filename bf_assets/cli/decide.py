@@ -17,6 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from bf_assets.contract import Severity
@@ -27,6 +28,7 @@ from bf_assets.dataset.quarantine import (
     QuarantineError,
     append_entry,
     apply_quarantine,
+    entry_matches,
     find_trial,
     new_entry,
     trial_path,
@@ -141,6 +143,27 @@ def show(args: argparse.Namespace, progress: Callable[..., None] | None = None) 
     return 0
 
 
+CLOCK_SLACK = timedelta(minutes=5)
+
+
+def _when(ds: DatasetReview, t: TrialReview) -> datetime:
+    """Now, to the second; just after the latest entry naming the trial when that one is
+    dated within ``CLOCK_SLACK`` of now (a hold and a release in the same second still come
+    in order).  An entry dated further ahead is left to refuse the decision."""
+    now = datetime.now().replace(microsecond=0)
+    latest = None
+    for e in ds.entries:
+        if entry_matches(e, t):
+            try:
+                at = datetime.fromisoformat(e.at).replace(tzinfo=None)
+            except ValueError:
+                continue
+            latest = at if latest is None or at > latest else latest
+    if latest is not None and now <= latest <= now + CLOCK_SLACK:
+        return latest.replace(microsecond=0) + timedelta(seconds=1)
+    return now
+
+
 def _describe(d: Decision | None) -> str:
     if d is None:
         return "not reviewed"
@@ -168,7 +191,7 @@ def quarantine(args: argparse.Namespace, progress: Callable[..., None] | None = 
             f"{', '.join(blockers)}; a release clears quarantine-severity findings only"
         )
     try:
-        entry = new_entry(trial_path(t), action, reason, by)
+        entry = new_entry(trial_path(t), action, reason, by, at=_when(before, t))
         decides = apply_quarantine(corpus.reviews, [*before.entries, entry]).get(key)
     except QuarantineError as exc:
         raise DecideError(str(exc)) from None

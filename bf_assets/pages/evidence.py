@@ -14,6 +14,7 @@ key's object or list left out.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -187,8 +188,8 @@ def _jsonl_line(
             try:
                 value = orjson.loads(data)
                 cleaned = scrub.value(value)
-                if cleaned != value:  # shown as cleaned JSON; unchanged lines as written
-                    text = orjson.dumps(cleaned).decode()
+                if cleaned != value:  # cleaned, in the writers' JSON style; else as written
+                    text = json.dumps(cleaned, ensure_ascii=False)
             except orjson.JSONDecodeError:
                 text = scrub.fragment(text)[0]
         if cited is not None and len(text) > limit:

@@ -88,7 +88,7 @@ def _header(inp: PageInput, scrub: Scrub) -> str:
     return "\n".join(out)
 
 
-def _summary(inp: PageInput, scrub: Scrub) -> str:
+def _summary(inp: PageInput, scrub: Scrub) -> tuple[str, str]:
     r = inp.review
     ident = r.identity
     rows = [
@@ -119,11 +119,8 @@ def _summary(inp: PageInput, scrub: Scrub) -> str:
         (k, f"<code>{esc(scrub.text(str(v)))}</code>" if v is not None else "–") for k, v in slot
     ]
     return (
-        '<section id="summary"><h2>Verdict</h2>'
-        + kv_table(rows)
-        + "<h3>Identity and slot</h3>"
-        + kv_table(slot_rows)
-        + "</section>"
+        '<section id="summary"><h2>Verdict</h2>' + kv_table(rows) + "</section>",
+        '<section id="identity"><h2>Identity and slot</h2>' + kv_table(slot_rows) + "</section>",
     )
 
 
@@ -382,7 +379,8 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
     facts.cited_steps = sorted(
         f"{src}-L{n}" for src, lines in cites.items() for n in lines if n in shown.get(src, set())
     )
-    body = [_header(inp, scrub), "<main>", _summary(inp, scrub), _decision(inp, scrub)]
+    verdict, identity = _summary(inp, scrub)
+    body = [_header(inp, scrub), "<main>", verdict]
     body.append(_findings(planned, windows, shown, scrub))
     if windows:
         body.append('<section id="evidence"><h2>Evidence</h2>')
@@ -390,6 +388,7 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
             if anchor:
                 body.append(_window_html(windows[anchor], f, i, scrub))
         body.append("</section>")
+    body.extend([_decision(inp, scrub), identity])
     body.append(_skills(r, scrub))
     body.append(_facts(r, scrub))
     body.append('<section id="conversation"><h2>Conversation</h2>')
@@ -412,9 +411,9 @@ def error_page(inp: PageInput, exc: BaseException, *, clean: bool = True) -> str
         "<main>",
         f'<section><p class="problem">The trial\'s files could not be read for this page: '
         f"{esc(scrub.text(type(exc).__name__ + ': ' + str(exc)))}</p></section>",
-        _summary(inp, scrub),
-        _decision(inp, scrub),
+        *_summary(inp, scrub),
         _findings(findings, {}, {}, scrub),
+        _decision(inp, scrub),
         "</main>",
     ]
     return page(scrub.text(f"{r.ref.rollout} · {r.verdict}"), "\n".join(body))
