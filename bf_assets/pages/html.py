@@ -25,7 +25,7 @@ header.top a { color: #b2ddff; }
 header.top h1 { font-size: 18px; margin: 4px 0; word-break: break-all; }
 main { padding: 8px 24px 48px; max-width: 1400px; }
 section { background: #fff; border: 1px solid var(--line); border-radius: 8px; margin: 16px 0;
-  padding: 12px 16px; }
+  padding: 12px 16px; overflow-x: auto; }
 h2 { font-size: 16px; margin: 4px 0 10px; }
 h3 { font-size: 14px; margin: 12px 0 6px; }
 table { border-collapse: collapse; width: 100%; }

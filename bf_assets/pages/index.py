@@ -86,9 +86,11 @@ def render_index(
         harnesses.add(harness)
         tasks.add(task)
         verdicts.add(t.verdict)
-        name = esc(scrub.text(f"{t.ref.job_key}/{t.ref.rollout}"))
+        name = esc(scrub.text(t.ref.rollout))
         href = hrefs.get(key)
         link = f'<a href="{esc(href)}">{name}</a>' if href else name
+        link += f'<br><span class="muted">{esc(scrub.text(t.ref.job_key))}</span>'
+
         worst = {f.check: f.severity for f in reversed(fs)}
         check_html = " ".join(
             f'<code class="s-{esc(worst[c])}">{esc(c)}</code>' for c in ids[:8]
