@@ -345,3 +345,51 @@ def test_acp_file_absent_is_said_not_crashed(runs_root: Path) -> None:
     html = page_of(ds, trial_key(ds.trials[0]))
     assert "acp_trajectory.jsonl is absent" in html
     assert "Model exchanges" in html and LLM_FILE in html
+
+
+# --------------------------------------------------------------------------- file access
+
+
+def test_cited_files_outside_the_trial_or_special_are_not_opened(
+    runs_root: Path, tmp_path: Path
+) -> None:
+    import os
+
+    from trialkit import deadline
+
+    t = healthy_spec().write(runs_root)
+    os.mkfifo(t.path / "verifier" / "fifo.txt")
+    outside = tmp_path / "outside.txt"
+    outside.write_text("SECRET-OUTSIDE\n")
+    (t.path / "artifacts" / "link.txt").symlink_to(outside)
+    ds = review_dataset(runs_root)
+    [r] = ds.trials
+    probe = dataclasses.replace(
+        r,
+        findings=[
+            Finding("GATE_UNREADABLE", "blocker", "fifo", "verifier/fifo.txt", 1),
+            Finding("GATE_UNREADABLE", "blocker", "link", "artifacts/link.txt", 1),
+            Finding("GATE_UNREADABLE", "blocker", "up", "../../../etc/passwd", 1),
+            Finding("GATE_UNREADABLE", "blocker", "past the end", "result.json", 10_000),
+        ],
+    )
+    with deadline(10):
+        html, facts = render_trial(PageInput(review=probe))
+    assert "SECRET-OUTSIDE" not in html and "root:" not in html
+    assert "not a regular file" in html and "leaves the run root" in html
+    assert "past the end of the file" in html
+    assert facts.windows == 3  # the ../ path gets no window at all
+
+
+def test_a_long_line_is_clipped_and_the_window_says_so(runs_root: Path) -> None:
+    t = healthy_spec().write(runs_root)
+    big = "x" * (3 * 1024 * 1024)
+    t.append_line(ACP_FILE, '{"type": "agent_message", "text": "' + big + '"}')
+    ds = review_dataset(runs_root)
+    [r] = ds.trials
+    probe = dataclasses.replace(
+        r, findings=[Finding("HACK_SUSPECTED", "quarantine", "m", ACP_FILE, 4)]
+    )
+    html, _ = render_trial(PageInput(review=probe))
+    assert len(html) < 200 * 1024
+    assert "bytes not shown" in html and "characters not shown" in html

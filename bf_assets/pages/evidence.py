@@ -123,6 +123,9 @@ def build_window(files: TrialFiles, f: Finding, anchor: str, scrub: Scrub) -> Wi
         else:
             w.how = "head"
             w.note = "the finding cites the file, not a line: its first lines"
+    if f.line is None and target is not None and scan.span(target) is None:
+        target, w.how = None, "head"  # located, but too many lines to keep every span
+        w.note = "the finding cites the file, not a line: its first lines"
     w.line = target
     if target is not None and target > scan.lines:
         w.note = f"line {target} is past the end of the file ({scan.lines} lines)"
@@ -130,7 +133,7 @@ def build_window(files: TrialFiles, f: Finding, anchor: str, scrub: Scrub) -> Wi
         return w
     first = max(1, (target or 1) - CONTEXT) if target else 1
     last = min(scan.lines, target + CONTEXT if target else HEAD_LINES)
-    doc = rel.endswith(".json")
+    doc = rel.endswith(".json") and scan.all_spans is not None  # read from line 1
     states = _doc_lines(files, rel, last, scrub) if doc else None
     for n in range(first, last + 1):
         cited = n == target

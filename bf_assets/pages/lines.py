@@ -12,6 +12,7 @@ run root), and only paths inside the trial directory are accepted.
 from __future__ import annotations
 
 import os
+from array import array
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ PIECE = MiB
 # Files up to this size keep the span of every line (a finding without a line is located
 # in them by its evidence); bigger files keep only the spans that were asked for.
 SMALL_FILE = 8 * MiB
+MAX_ALL_SPANS = 500_000  # a small file of more lines keeps only the wanted spans too
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class FileScan:
     size: int = 0
     lines: int = 0
     spans: dict[int, Span] = field(default_factory=dict)
-    all_spans: list[int] | None = None  # line starts of a small file (index = line - 1)
+    all_spans: array[int] | None = None  # line starts of a small file (index = line - 1)
     found: dict[bytes, int] = field(default_factory=dict)  # needle -> first line holding it
 
     def span(self, line: int) -> Span | None:
@@ -119,7 +121,7 @@ class TrialFiles:
         assert real is not None
         out.size = size
         small = size <= SMALL_FILE
-        starts: list[int] | None = [] if small else None
+        starts: array[int] | None = array("q") if small else None
         needles = sorted(w.needles) if small else []
         overlap = max((len(n) for n in needles), default=1) - 1
         tail: deque[tuple[int, Span]] = deque(maxlen=max(w.tail, 0) or None)
@@ -147,6 +149,8 @@ class TrialFiles:
                 pos += length
                 if starts is not None:
                     starts.append(start)
+                    if len(starts) > MAX_ALL_SPANS:
+                        starts = None
                 span = Span(start, length)
                 if lineno <= w.head or lineno in w.lines:
                     out.spans[lineno] = span
