@@ -17,6 +17,7 @@ from bf_assets.defs.executors import select_executor
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.jobs import ingest_job, release_job
+from bf_assets.defs.pages import trial_pages
 from bf_assets.defs.publish import PublishTarget, published_dataset
 from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
 from bf_assets.defs.review import dataset_review
@@ -42,6 +43,7 @@ def build_defs(
             raw_trials,
             validated_trials,
             dataset_review,
+            trial_pages,
             curated_rollouts,
             published_dataset,
         ],

@@ -76,7 +76,51 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument(
         "--hub-repo", metavar="ID", help="Hub dataset repo to publish to (token from HF_TOKEN)"
     )
+    _person_parsers(sub)
     return p
+
+
+def _person_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``show`` and ``quarantine hold|release`` (``bf_assets.cli.decide``)."""
+    sh = sub.add_parser("show", help="write a trial's review page (HTML) and print its path")
+    sh.add_argument("trial", metavar="TRIAL", help="trial path under a run root (or its directory)")
+    _corpus_flags(sh)
+    sh.add_argument("--quarantine", metavar="FILE", help="quarantine registry (quarantine.yaml)")
+    sh.add_argument("--out", metavar="DIR", help="pages folder (default <warehouse>/report/pages)")
+    sh.add_argument("--raw", action="store_true", help="do not clean trial values (local use only)")
+    sh.add_argument("--open", action="store_true", help="open the page in a browser")
+    q = sub.add_parser(
+        "quarantine", help="hold or release a trial: append a checked entry to quarantine.yaml"
+    )
+    qs = q.add_subparsers(dest="decision", required=True)
+    for name, text in (
+        ("hold", "hold the trial out of the export until someone releases it"),
+        ("release", "release a held trial (never one with a blocker finding)"),
+    ):
+        d = qs.add_parser(name, help=text)
+        d.add_argument("trial", metavar="TRIAL", help="trial path under a run root")
+        d.add_argument("--reason", required=True, help="why (written into the entry)")
+        d.add_argument("--by", required=True, help="who decides (written into the entry)")
+        d.add_argument(
+            "--file",
+            metavar="FILE",
+            help="quarantine file (default $BF_QUARANTINE, else ./quarantine.yaml)",
+        )
+        _corpus_flags(d)
+
+
+def _corpus_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--runs",
+        nargs="+",
+        metavar="DIR",
+        default=[],
+        help="run roots (default $BF_RUN_ROOTS, else data/runs/jobs)",
+    )
+    p.add_argument("--tasks", metavar="DIR", help="task tree (default $BF_TASKS_DIR)")
+    p.add_argument("--plan", metavar="FILE", help="experiment plan (default $BF_PLAN)")
+    p.add_argument("--workers", type=int, metavar="N", help="worker processes")
+    p.add_argument("--cache-dir", metavar="DIR", help="reuse the reviews of unchanged trials")
 
 
 class _Progress:
@@ -282,6 +326,18 @@ def _release(args: argparse.Namespace) -> int:
     return EXIT_ERROR
 
 
+def _person(args: argparse.Namespace) -> int:
+    from bf_assets.cli import decide
+
+    progress = _Progress(sys.stderr)
+    try:
+        if args.command == "show":
+            return decide.show(args, progress)
+        return decide.quarantine(args, progress)
+    except decide.DecideError as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -289,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _review(args)
         if args.command == "release":
             return _release(args)
+        if args.command in ("show", "quarantine"):
+            return _person(args)
         raise _UsageError(f"unknown command {args.command!r}")
     except _UsageError as exc:
         sys.stderr.write(f"bf-assets: error: {exc}\n")

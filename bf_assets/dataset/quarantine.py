@@ -27,7 +27,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bf_assets.contract import Severity, Verdict
@@ -216,3 +216,156 @@ def effective_verdicts(
         k = trial_key(r)
         out[k] = effective_verdict(r, applied.get(k), extra.get(k, ()))
     return out
+
+
+# --------------------------------------------------------------------------- writing entries
+#
+# ``bf-assets quarantine hold|release`` appends entries instead of a person editing the file:
+# the trial is named the way the matching rule expects, the entry is checked against the
+# reviewed corpus first, and the file is replaced atomically with its old text (comments
+# included) kept byte for byte in front of the new entry.
+
+NEW_FILE_HEADER = (
+    "# Manual quarantine decisions (plan-format.md): trial, action, reason, by, at.\n"
+    "# Append with `bf-assets quarantine hold|release TRIAL --reason ... --by ...`.\n"
+)
+
+
+def trial_path(review: TrialReview) -> str:
+    """The path an entry names ``review`` by: the run root's name, then the trial's path
+    under it (``jobs/<job>/<trial>``); at least two parts (the matching rule's minimum)."""
+    full = full_parts(review)
+    rel = _parts(review.ref.rel_path)
+    return "/".join(full[-max(2, len(rel) + 1) :])
+
+
+def _near(text: str, reviews: Sequence[TrialReview], n: int = 3) -> list[str]:
+    import difflib
+
+    paths = sorted({trial_path(r) for r in reviews})
+    given = _parts(text)
+    scores: list[tuple[float, str]] = []
+    for p in paths:
+        parts = _parts(p)
+        tail = "/".join(parts[-len(given) :]) if given else p
+        ratio = max(
+            difflib.SequenceMatcher(None, "/".join(given), tail).ratio(),
+            difflib.SequenceMatcher(None, given[-1] if given else "", parts[-1]).ratio(),
+        )
+        scores.append((ratio, p))
+    scores.sort(key=lambda s: (-s[0], s[1]))
+    return [p for ratio, p in scores[:n] if ratio >= 0.5]
+
+
+def find_trial(reviews: Sequence[TrialReview], text: str) -> TrialReview:
+    """The one reviewed trial ``text`` names: a trial directory on disk, a path under a run
+    root (the matching rule), or a rollout name.  Anything else raises, naming near matches."""
+    given = text.strip()
+    if not given:
+        raise QuarantineError("name a trial: a path relative to a run root")
+    if os.path.isdir(given):
+        real = os.path.realpath(given)
+        hits = [r for r in reviews if os.path.realpath(r.ref.path) == real]
+        if len(hits) == 1:
+            return hits[0]
+    parts = _parts(given)
+    if not PurePosixPath(given).is_absolute() and ".." not in parts and parts:
+        probe = QuarantineEntry(given, "quarantine", "-", "-", "-")
+        hits = [r for r in reviews if entry_matches(probe, r)]
+        if not hits and len(parts) == 1:
+            hits = [r for r in reviews if r.ref.rollout == parts[0]]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            names = ", ".join(sorted(trial_path(r) for r in hits)[:5])
+            raise QuarantineError(
+                f"{given!r} names {len(hits)} reviewed trials ({names}); give the path from the run root"
+            )
+    near = _near(given, reviews)
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    raise QuarantineError(
+        f"{given!r} names no reviewed trial ({len(reviews)} reviewed under the run roots){hint}"
+    )
+
+
+def new_entry(
+    trial: str, action: str, reason: str, by: str, at: datetime | None = None
+) -> QuarantineEntry:
+    """An entry dated ``at`` (default: now, to the second; a later decision of the same day
+    then wins over an earlier one, which a bare date could not say)."""
+    if action not in ACTIONS:
+        raise QuarantineError(f"action must be quarantine or release, got {action!r}")
+    when = (at or datetime.now()).replace(microsecond=0)
+    raw = {"trial": trial, "action": action, "reason": reason, "by": by, "at": when}
+    [entry] = parse_quarantine([raw], "new entry")
+    return entry
+
+
+def _entry_yaml(entry: QuarantineEntry) -> str:
+    import yaml
+
+    d: dict[str, Any] = entry.to_dict()
+    at = datetime.fromisoformat(entry.at)
+    d["at"] = at.date() if len(entry.at) == 10 else at
+    return yaml.safe_dump([d], sort_keys=False, allow_unicode=True, width=1 << 20)
+
+
+def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[QuarantineEntry]:
+    """Append ``entry`` to the quarantine file (created when absent) and return every entry
+    of the new file.  The old text is kept as it is; the new file is checked to parse to the
+    old entries plus this one before it replaces the old one (temp file + rename, under a
+    lock on the directory so two appends never lose one)."""
+    import fcntl
+    import json
+    import tempfile
+
+    import yaml
+
+    p = Path(path)
+    folder = p.parent if str(p.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        old_text = p.read_text(encoding="utf-8") if p.exists() else None
+        old = load_quarantine(p) if old_text is not None else []
+        is_json = p.suffix.lower() == ".json"
+        if is_json:
+            data = json.loads(old_text) if old_text and old_text.strip() else []
+            data = [*(data or []), entry.to_dict()]
+            new_text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        else:
+            base = NEW_FILE_HEADER if old_text is None else old_text
+            if base and not base.endswith("\n"):
+                base += "\n"
+            new_text = base + _entry_yaml(entry)
+        try:
+            parsed = parse_quarantine(
+                json.loads(new_text) if is_json else yaml.safe_load(new_text), str(p)
+            )
+        except (QuarantineError, ValueError, yaml.YAMLError) as exc:
+            raise QuarantineError(
+                f"{p}: cannot append without rewriting the file ({exc}); keep it a YAML block "
+                "list ('- trial: ...' entries at the left margin)"
+            ) from None
+        want = [e.to_dict() for e in [*old, entry]]
+        if [e.to_dict() for e in parsed] != want:
+            raise QuarantineError(
+                f"{p}: appending would not add exactly one entry; keep the file a YAML block "
+                "list ('- trial: ...' entries at the left margin)"
+            )
+        mode = p.stat().st_mode & 0o777 if p.exists() else 0o644
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(new_text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return parsed
+    finally:
+        os.close(lock)

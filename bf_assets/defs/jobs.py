@@ -22,9 +22,14 @@ ingest_job = dg.define_asset_job(
 release_job = dg.define_asset_job(
     "release_job",
     selection=dg.AssetSelection.assets(
-        "coverage", "sandbox_parity", "review_report", "curated_rollouts", "published_dataset"
+        "coverage",
+        "sandbox_parity",
+        "review_report",
+        "trial_pages",
+        "curated_rollouts",
+        "published_dataset",
     ),
     tags={"release": "publish"},
-    description="Review the dataset (coverage, parity, the export decision and the report) over "
-    "every ingested job, curate what it exports, run the blocking publish checks, then publish.",
+    description="Review the dataset (coverage, parity, the export decision, the report and the "
+    "trial pages) over every ingested job, curate what it exports, run the blocking publish checks, then publish.",
 )

@@ -211,6 +211,7 @@ def build_bundle(
             repo_id=opts.repo_id,
             not_ingested=list(not_ingested),
             dataset_reasons=reasons,
+            decisions=[e.to_dict() for e in final.entries],
         )
         (tmp / CARD_PATH).write_text(render_card(facts), encoding="utf-8")
         report_files(final, tmp, report or ReportContext(), clean=True)

@@ -38,6 +38,7 @@ class CardFacts:
     repo_id: str | None = None
     not_ingested: Sequence[str] = field(default_factory=list)
     dataset_reasons: Sequence[str] = field(default_factory=list)
+    decisions: Sequence[dict[str, Any]] = field(default_factory=list)  # quarantine entries
 
 
 def _size_category(n: int) -> str:
@@ -111,6 +112,7 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         repo_id=clean_value(facts.repo_id),
         not_ingested=clean_value(list(facts.not_ingested)),
         dataset_reasons=clean_value(list(facts.dataset_reasons)),
+        decisions=clean_value([dict(d) for d in facts.decisions]),
     )
 
 
@@ -192,6 +194,16 @@ def render_card(facts: CardFacts) -> str:
             + ", ".join(f"`{j}`" for j in f.not_ingested)
             + "\n"
         )
+    p.append(f"\n## Manual review decisions ({len(f.decisions)})\n\n")
+    p.append(
+        _table(
+            ["trial", "action", "reason", "by", "at"],
+            [
+                tuple(d.get(k) for k in ("trial", "action", "reason", "by", "at"))
+                for d in f.decisions
+            ],
+        )
+    )
     p.append("\n## Personal and sensitive information\n\n")
     p.append(
         "Secrets are redacted on parsed values (API keys of the major providers, tokens, JWTs, "

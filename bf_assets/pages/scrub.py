@@ -1,0 +1,112 @@
+"""What a page may show: trial values cleaned the way the export cleans them, or raw.
+
+Parsed values go through :func:`bf_assets.curate.clean.clean_value` as they are (banned keys
+dropped, secret fields masked, secrets redacted, host paths replaced).  A page also shows raw
+file lines that cannot be parsed on their own (a line of a pretty-printed ``result.json``,
+the clipped head of a 100 MB JSONL line): before ``clean_value`` cleans such a fragment as
+text, :func:`mask_keys` applies the key rules to it (the value of a banned, host-path or
+secret-named key is replaced, and a fragment is cut where a banned key opens an object or
+list whose end it does not hold).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bf_assets.curate.clean import (
+    BANNED_KEYS,
+    HOST_PATH_KEYS,
+    HOST_PATH_PLACEHOLDER,
+    CleanStats,
+    clean_value,
+)
+from bf_assets.redact import PLACEHOLDER, is_secret_key
+
+REMOVED = "[removed]"
+_KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
+
+
+def _string_end(text: str, start: int) -> int:
+    m = _STRING.match(text, start)
+    return m.end() if m else len(text)
+
+
+def mask_keys(text: str) -> tuple[str, bool]:
+    """``text`` with the key rules applied; the flag says a banned key opened an object or
+    list here, so the fragment was cut and the lines that follow belong to that value."""
+    out: list[str] = []
+    pos = 0
+    for m in _KEY.finditer(text):
+        if m.start() < pos:
+            continue
+        key, v = m.group(1), m.end()
+        if v >= len(text):
+            break
+        first = text[v]
+        replacement: str | None = None
+        if key in BANNED_KEYS:
+            if first in "{[":
+                out.append(text[pos:v])
+                out.append(f'"{REMOVED}"')
+                return "".join(out), True
+            if first == '"':
+                replacement = f'"{REMOVED}"'
+        elif first == '"':
+            end = _string_end(text, v)
+            inner = text[v + 1 : end - 1] if end - v >= 2 else ""
+            if key in HOST_PATH_KEYS and inner.startswith(("/", "~")):
+                replacement = f'"{HOST_PATH_PLACEHOLDER}"'
+            elif is_secret_key(key) and inner and "REDACTED" not in inner:
+                replacement = '"' + PLACEHOLDER.format(kind="secret_field") + '"'
+        if replacement is None:
+            continue
+        end = _string_end(text, v)
+        out.append(text[pos:v])
+        out.append(replacement)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), False
+
+
+def bracket_depth(text: str) -> int:
+    """Net ``{[`` minus ``}]`` outside JSON strings."""
+    depth = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return depth
+
+
+class Scrub:
+    """The cleaning of one page (``clean=False``: the raw values, for local use only)."""
+
+    def __init__(self, clean: bool = True) -> None:
+        self.clean = clean
+        self.stats = CleanStats()
+
+    def value(self, value: Any) -> Any:
+        return clean_value(value, self.stats) if self.clean else value
+
+    def text(self, text: str) -> str:
+        return clean_value(text, self.stats) if self.clean else text
+
+    def fragment(self, text: str) -> tuple[str, bool]:
+        """A raw line (or a clipped piece of one) cleaned as text after the key rules."""
+        if not self.clean:
+            return text, False
+        masked, opened = mask_keys(text)
+        return self.text(masked), opened
