@@ -309,10 +309,16 @@ def test_trial_pages_asset_links_its_index(
     healthy_spec().write(runs_root)
     ds = review_dataset(runs_root)
     monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
-    result = trial_pages(context=dg.build_asset_context(), review_report=ds)
+    from bf_assets.defs.resources import RunRoots, local_warehouse
+
+    roots = RunRoots(roots=[str(runs_root)])
+    result = trial_pages(context=dg.build_asset_context(), run_roots=roots, review_report=ds)
     meta = result.metadata or {}
     index = Path(meta["index"].value)  # type: ignore[union-attr]
-    assert index == tmp_path / "wh" / "report" / "pages" / "index.html" and index.is_file()
+    # beside the UI's report, in the run roots' own part of the warehouse
+    want = local_warehouse(roots.roots) / "report" / "pages" / "index.html"
+    assert index == want and index.is_file()
+    assert str(index).startswith(str(tmp_path / "wh"))
     assert meta["index_url"].value == index.resolve().as_uri()  # type: ignore[union-attr]
     assert meta["pages"].value == 1  # type: ignore[union-attr]
 

@@ -2,14 +2,14 @@
 
 The pages are written by the same core function as ``bf-assets show``
 (:func:`bf_assets.pages.site.write_pages`), cleaned like the export, into
-``<warehouse>/report/pages/`` beside the review report; the materialization's metadata links
+``<warehouse>/<run roots>/report/pages/`` beside the review report; the materialization's metadata links
 the index (a path and a ``file://`` URL: one click in the UI opens it).
 """
 
 import dagster as dg
 
 from bf_assets.dataset.assemble import DatasetReview
-from bf_assets.defs.resources import local_warehouse
+from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.pages.site import write_pages
 
 PAGES_SUBDIR = ("report", "pages")
@@ -21,12 +21,12 @@ PAGES_SUBDIR = ("report", "pages")
     kinds={"html"},
 )
 def trial_pages(
-    context: dg.AssetExecutionContext, review_report: DatasetReview
+    context: dg.AssetExecutionContext, run_roots: RunRoots, review_report: DatasetReview
 ) -> dg.MaterializeResult:
     """One static HTML page per reviewed trial (verdict, findings next to the lines they
     cite, the conversation around the cited steps, skill catalog, tokens and timing) and an
     index with quarantined and rejected trials first, filterable by check id, harness and task."""
-    out = local_warehouse().joinpath(*PAGES_SUBDIR)
+    out = local_warehouse(run_roots.roots).joinpath(*PAGES_SUBDIR)
     report = out.parent / "review.md"
     res = write_pages(review_report, out, report=report if report.is_file() else None)
     n_q = sum(1 for t in review_report.trials if t.verdict == "quarantined")
