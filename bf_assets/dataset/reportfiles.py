@@ -68,10 +68,17 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def report_files(
-    ds: DatasetReview, out_dir: str | Path, ctx: ReportContext, *, clean: bool
+    ds: DatasetReview,
+    out_dir: str | Path,
+    ctx: ReportContext,
+    *,
+    clean: bool,
+    links: Sequence[tuple[str, str]] = (),
 ) -> tuple[Path, Path]:
     """Write ``<out_dir>/report/review.md`` and ``review.json`` (each atomically); with
-    ``clean`` every value is cleaned like an export row (secrets, host paths, banned keys)."""
+    ``clean`` every value is cleaned like an export row (secrets, host paths, banned keys).
+    ``links`` (``(text, relative target)``) are listed at the end of the Markdown (the UI's
+    copy links the trial pages; the copy in a release links nothing outside it)."""
     md = report_markdown(
         ds,
         list(ctx.roots),
@@ -79,6 +86,8 @@ def report_files(
         plan_path=ctx.plan_path,
         quarantine_path=ctx.quarantine_path,
     )
+    if links:
+        md += "\n## Links\n\n" + "".join(f"- [{text}]({target})\n" for text, target in links)
     payload: Any = report_payload(ds, ctx)
     if clean:
         from bf_assets.curate.clean import clean_value

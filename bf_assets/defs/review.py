@@ -149,7 +149,13 @@ def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
 
 
 def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Output[DatasetReview]:
-    md_path, js_path = report_files(ds, report_dir, run_roots.report_context(), clean=False)
+    md_path, js_path = report_files(
+        ds,
+        report_dir,
+        run_roots.report_context(),
+        clean=False,
+        links=[("Trial review pages (trial_pages)", "pages/index.html")],
+    )
     decision = ds.decision
     return dg.Output(
         ds,
