@@ -3,6 +3,11 @@
 The one function the ``trial_pages`` asset and ``bf-assets show`` call.  Every file is
 written atomically (temp file + rename); output is deterministic (no clock, sorted);
 a full run removes the pages of trials no longer reviewed.
+
+Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
+made of (the review and its export decision, the quarantine entries, every file of the trial
+by stat, the options and the package's code); a page whose digest is unchanged is not
+rendered again.  Many pages are rendered on every core (``batch.run.fork_pool``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import orjson
+
+from bf_assets.batch.cache import code_digest, trial_fingerprint
+from bf_assets.batch.run import fork_pool
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
@@ -50,6 +59,7 @@ class PagesResult:
     largest: int = 0
     seconds: float = 0.0
     removed: int = 0
+    reused: int = 0  # pages whose inputs had not changed: not rendered again
 
 
 def _write(path: Path, text: str) -> int:
@@ -83,6 +93,11 @@ def write_pages(
     hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
     report_rel = os.path.relpath(report, out).replace(os.sep, "/") if report else None
     wanted = set(only) if only is not None else None
+    state_path = out / STATE_FILE
+    old_state = _load_state(state_path)
+    state: dict[str, str] = dict(old_state) if wanted is not None else {}
+    todo: list[tuple[PageInput, Path]] = []
+    code = code_digest()
     for t in ds.trials:
         key = trial_key(t)
         if wanted is not None and key not in wanted:
@@ -96,15 +111,22 @@ def write_pages(
             index_href="../" + INDEX,
             report_href="../" + report_rel if report_rel else None,
         )
-        try:
-            html, _ = render_trial(inp, clean=clean)
-        except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
-            html = error_page(inp, exc, clean=clean)
         path = out / hrefs[key]
-        n = _write(path, html)
+        digest = _page_digest(inp, clean=clean, code=code)
+        state[hrefs[key]] = digest
         res.pages[key] = path
+        if digest is not None and old_state.get(hrefs[key]) == digest and path.is_file():
+            n = path.stat().st_size  # unchanged: not rendered again
+            res.reused += 1
+        else:
+            todo.append((inp, path))
+            continue
         res.bytes += n
         res.largest = max(res.largest, n)
+    for n in _render_all(todo, clean=clean):
+        res.bytes += n
+        res.largest = max(res.largest, n)
+    _save_state(state_path, {k: v for k, v in state.items() if v is not None})
     linked = {
         k: h
         for k, h in hrefs.items()
@@ -122,3 +144,61 @@ def write_pages(
                     res.removed += 1
     res.seconds = time.perf_counter() - t0
     return res
+
+
+STATE_FILE = ".pages-state.json"
+PARALLEL_MIN_PAGES = 32
+
+
+def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
+    """Everything a page is made of; ``None`` when the trial's files cannot be read (then
+    the page is always rendered)."""
+    files = trial_fingerprint(inp.review.ref, "pages")
+    if files is None:
+        return None
+    h = hashlib.sha256(f"{code}\0{clean}\0{files}\0".encode())
+    h.update(orjson.dumps(inp.review.to_json(), option=orjson.OPT_SORT_KEYS, default=str))
+    h.update(orjson.dumps(inp.decision.to_dict() if inp.decision else None, default=str))
+    h.update(
+        repr((inp.entry, inp.entries, inp.trial_path, inp.index_href, inp.report_href)).encode()
+    )
+    return h.hexdigest()
+
+
+def _load_state(path: Path) -> dict[str, str]:
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
+def _save_state(path: Path, state: dict[str, str]) -> None:
+    _write(path, orjson.dumps(state, option=orjson.OPT_SORT_KEYS).decode())
+
+
+def _render_one(inp: PageInput, path: Path, clean: bool) -> int:
+    try:
+        html, _ = render_trial(inp, clean=clean)
+    except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
+        html = error_page(inp, exc, clean=clean)
+    return _write(path, html)
+
+
+def _render_chunk(items: list[tuple[PageInput, Path]], clean: bool) -> list[int]:
+    return [_render_one(inp, path, clean) for inp, path in items]
+
+
+def _render_all(todo: list[tuple[PageInput, Path]], *, clean: bool) -> list[int]:
+    """Render and write every page of ``todo``; the sizes written.  Large batches on every
+    core (each worker writes its own pages)."""
+    workers = min(os.cpu_count() or 1, max(1, len(todo) // PARALLEL_MIN_PAGES))
+    if workers <= 1:
+        return [_render_one(inp, path, clean) for inp, path in todo]
+    size = max(1, len(todo) // (workers * 4))
+    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
+    out: list[int] = []
+    with fork_pool(workers) as pool:
+        for sizes in pool.map(_render_chunk, chunks, [clean] * len(chunks)):
+            out.extend(sizes)
+    return out

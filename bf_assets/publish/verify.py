@@ -248,6 +248,13 @@ def _cross_check(
     return want
 
 
+def _json_document(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # scanned as text instead
+
+
 def verify_bundle(
     bundle_dir: str | Path,
     dataset: DatasetReview | None = None,
@@ -271,13 +278,18 @@ def verify_bundle(
             if isinstance(f, dict) and str(f.get("path", "")).startswith("report/")
         ),
     ]
+    cache: TextCache = {}  # text repeated across steps, rows and configs is scanned once
     for rel in texts:
         p = bundle / rel
-        if p.is_file():
-            report.extend(scan_text(p.read_text(encoding="utf-8", errors="replace"), rel))
-        else:
+        if not p.is_file():
             report.add(finding(SCHEMA, f"{rel} is missing", file=rel))
-    cache: TextCache = {}  # text repeated across steps, rows and configs is scanned once
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        doc = _json_document(text) if rel.endswith(".json") else None
+        if doc is not None:  # a JSON report: every string of it, repeated ones scanned once
+            report.extend(scan_value(doc, rel, cache))
+        else:
+            report.extend(scan_text(text, rel))
     keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache)]
     report.n_excluded = sum(
         len(v) for k in ("excluded", "jobs_not_ingested") if isinstance(v := manifest.get(k), list)
