@@ -411,14 +411,21 @@ def _dumps_like(original: str, value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def _parse_container(text: str) -> Any:
-    if len(text) < 2 or not _CONTAINER.match(text):
-        return _KEEP
+def parse_json_string(text: str) -> Any:
+    """The value of a string that holds a JSON object or array, else ``None`` (the cleaner
+    and the publish scan both look inside such strings)."""
+    if len(text) < 2 or text[0] not in "{[ \t\r\n" or not _CONTAINER.match(text):
+        return None
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return _KEEP
-    return value if isinstance(value, dict | list) else _KEEP
+        return None
+    return value if isinstance(value, dict | list) else None
+
+
+def _parse_container(text: str) -> Any:
+    value = parse_json_string(text)
+    return _KEEP if value is None else value
 
 
 def _embedded(text: str, stats: CleanStats) -> str:

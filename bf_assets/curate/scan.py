@@ -26,6 +26,7 @@ from bf_assets.curate.clean import (
     HOST_PATH_KEYS,
     HOST_PATH_RULES,
     SHORT_CACHE_ENTRIES,
+    parse_json_string,
     reasoning_kind,
     reasoning_name_kind,
     text_key,
@@ -51,20 +52,6 @@ MAX_PER_CHECK = 20  # findings per check and row: enough to act on, never a floo
 
 def _is_marker(v: str) -> bool:
     return v.startswith(("[REDACTED", "***REDACTED", "<XXX-benchflow")) or v == "<HOST_PATH>"
-
-
-_CONTAINER = re.compile(r"\A\s*(?:\{[\s\S]*\}|\[[\s\S]*\])\s*\Z")
-
-
-def parse_json_string(v: str) -> Any:
-    """The value of a string that holds a JSON object or array, else ``None``."""
-    if len(v) < 2 or v[0] not in "{[ \t\r\n" or not _CONTAINER.match(v):
-        return None
-    try:
-        parsed = orjson.loads(v)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, dict | list) else None
 
 
 Parent = dict[str, Any] | None

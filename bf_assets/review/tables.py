@@ -15,6 +15,7 @@ import pandas as pd
 from bf_assets.findings import finding
 from bf_assets.gate.run import FILE_CHECKS
 from bf_assets.ingest.discovery import TrialRef
+from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.record import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
@@ -66,15 +67,20 @@ def _key(ref: TrialRef) -> dict[str, str]:
     return {"job": ref.job_key, "rollout": ref.rollout, "path": ref.rel_path}
 
 
+def _identity(ident: Identity) -> dict[str, object]:
+    """The slot fields and the provenance of a trial's identity (both tables carry them)."""
+    row: dict[str, object] = {name: getattr(ident, name) for name in SLOT_FIELDS}
+    row.update(
+        source_ref=ident.source_ref, task_digest=ident.task_digest, started_at=ident.started_at
+    )
+    return row
+
+
 def raw_row(data: TrialData, read_findings: Sequence[dict[str, object]]) -> dict[str, object]:
     ident = data.identity
     row: dict[str, object] = {**_key(data.ref), "root": data.ref.root, "layout": data.layout}
-    for name in SLOT_FIELDS:
-        row[name] = getattr(ident, name)
+    row.update(_identity(ident))
     row.update(
-        source_ref=ident.source_ref,
-        task_digest=ident.task_digest,
-        started_at=ident.started_at,
         identity_sources=_dumps(ident.sources),
         n_files=len(data.files),
         total_bytes=sum(f.size or 0 for f in data.files),
@@ -98,12 +104,8 @@ def raw_row(data: TrialData, read_findings: Sequence[dict[str, object]]) -> dict
 def validated_row(t: TrialReview) -> dict[str, object]:
     ident = t.identity
     row: dict[str, object] = {**_key(t.ref), "layout": t.layout}
-    for name in SLOT_FIELDS:
-        row[name] = getattr(ident, name)
+    row.update(_identity(ident))
     row.update(
-        source_ref=ident.source_ref,
-        task_digest=ident.task_digest,
-        started_at=ident.started_at,
         outcome=t.outcome,
         healthy=t.healthy,
         training_ready=t.training_ready,
@@ -242,7 +244,6 @@ def _cell_value(rec: dict[str, object], k: str) -> object:
 def reviews_from_frame(df: pd.DataFrame) -> list[TrialReview]:
     """Rebuild reviews from ``validated_trials`` rows (what the dataset-level assets need)."""
     from bf_assets.findings import Finding
-    from bf_assets.ingest.identity import Identity
 
     out: list[TrialReview] = []
     for rec in df.to_dict(orient="records"):
