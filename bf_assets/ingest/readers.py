@@ -145,9 +145,20 @@ def _real_dir(d: str) -> str:
     return real
 
 
+_GENERATION = [0]
+
+
 def clear_path_cache() -> None:
-    """Forget resolved directories (call before a new review: links may have changed)."""
+    """Forget resolved directories (call before a new review: links may have changed).
+    Also starts a new :func:`path_generation` (digests kept per batch are taken again)."""
     _REAL_DIRS.clear()
+    _GENERATION[0] += 1
+
+
+def path_generation() -> int:
+    """Changes at every :func:`clear_path_cache`: what was derived from the file system
+    before it (``cache.tree_digest``) is stale after it."""
+    return _GENERATION[0]
 
 
 # --------------------------------------------------------------------------- names
