@@ -246,7 +246,7 @@ def run_review(root: Path, code: Path | None, timeout: float, scratch: Path) -> 
     spec = {
         "argv": argv,
         "env": env,
-        "cwd": str(REPO_ROOT),
+        "cwd": str(code or REPO_ROOT),  # ``-m`` imports from the working directory first
         "stdout": str(scratch / "out.json"),
         "stderr": str(scratch / "err.txt"),
     }

@@ -333,12 +333,14 @@ def value_issue(
     """``TOO_DEEP`` when ``value``, sitting at ``level`` of its file (1: the whole line or
     document; a row's step is at level 3), nests past the cap; ``INVALID_JSON`` when orjson
     could not write it back; else None.  ``data``: the bytes it was parsed from, when only
-    its depth is in doubt (a value holds fewer containers than the bytes hold brackets, so
-    a piece with few brackets needs no look)."""
+    its depth is in doubt (a value holds no more containers than those bytes hold brackets,
+    plus at most one it was parsed into, so a piece with few brackets needs no look)."""
     room = depth_cap(limits) - level + 1
     if data is not None:
         raw = data if isinstance(data, bytes | bytearray) else bytes(data)
-        if raw.count(b"[") + raw.count(b"{") <= room:
+        # ``value`` may be one container more than ``data`` (a step parsed from the rest of
+        # its bytes after ``{"prompt":null``): then the brackets may not reach ``room``.
+        if raw.count(b"[") + raw.count(b"{") < room:
             return None
     problem = encode_problem(value, room)
     if problem is None:
