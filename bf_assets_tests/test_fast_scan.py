@@ -1,7 +1,7 @@
 """The fast paths of a heavy trial's scan give exactly the serial, exact results.
 
 * ``rowsplit``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
-  give the same top-level keys, step facts and issues as the ijson event-stream parse, or
+  give the same top-level keys, step facts and issues as the exact parse, or
   give up (then the exact parse runs, without handing a step over twice).
 * ``RequestHistory``: request bodies folded incrementally give the same exchange facts,
   selection, call-id index and observations as each body walked whole.

@@ -1,6 +1,6 @@
-"""The rollout ``results.jsonl`` reader: small rows parsed whole, big rows streamed with ijson.
+"""The rollout ``results.jsonl`` reader: small rows parsed whole, big rows streamed.
 
-A row over ``ReadLimits.max_line_bytes`` goes through the event-stream parser; it must give
+A row over ``ReadLimits.max_line_bytes`` goes through the huge-row parsers; it must give
 the same top-level keys and step facts as the small path, and hold at most one step.
 """
 

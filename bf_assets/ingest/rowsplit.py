@@ -1,7 +1,8 @@
 """Fast path for one huge ``results.jsonl`` row: split it at its steps, parse each with orjson.
 
-The event-stream parse of :mod:`bf_assets.ingest.rowstream` is exact but spends most of its
-time handing millions of ijson events to Python.  Here the row's bytes are cut instead:
+The exact parse of :mod:`bf_assets.ingest.rowstream` reads every value whole; here the
+row's bytes are cut instead, and a step repeating the previous step's prompt is parsed
+from its new messages only:
 
 * the head up to ``"trajectory": [`` is parsed as ``head + null}``, which succeeds only when
   that key sits at the top level of the row;
@@ -11,13 +12,14 @@ time handing millions of ijson events to Python.  Here the row's bytes are cut i
   it ends in the row);
 * the tail after the array's ``]`` is parsed as ``{"trajectory":null`` + tail.
 
-Every piece is parsed nested as deep as it sits in the row, so orjson's own nesting limit
-(1024) is the row's.  Whenever a piece does not parse, looks unusual, or could be read
-differently by the event-stream parser (an integer of 19 digits or more: orjson reads it as a
-float, ijson rejects it), :func:`split_row` raises :class:`GiveUp`; the caller then runs the
-exact parser, which reports whatever is wrong.  So a result from here is always the one the
-event-stream parse gives.  Steps are parsed by :class:`~bf_assets.ingest.stepparse.StepParser`
-(which can also reuse the previous step's prompt).  Memory: one step's bytes, one read chunk.
+Every piece is checked against the row's depth cap at the level it sits in the row.
+Whenever a piece does not parse, looks unusual, or could be read differently by the exact
+parser (an integer of 19 digits or more), or the row is made of many small steps (the exact
+parser reads those in batches, faster), :func:`split_row` raises :class:`GiveUp`; the caller
+then runs the exact parser, which reports whatever is wrong.  So a result from here is
+always the one the exact parse gives.  Steps are parsed by
+:class:`~bf_assets.ingest.stepparse.StepParser` (which can also reuse the previous step's
+prompt).  Memory: one step's bytes (at most :data:`STEP_CAP`), one read chunk.
 """
 
 from __future__ import annotations
@@ -230,7 +232,7 @@ def split_row(
 ) -> tuple[dict[str, Any], int]:
     """Read one row of ``length`` bytes from ``fh`` (positioned at its start).
 
-    Returns ``(top, n_steps)`` exactly as the event-stream parse would, steps handed to
+    Returns ``(top, n_steps)`` exactly as the exact parse would, steps handed to
     ``on_step`` as they are found.  Raises :class:`GiveUp` when the row needs the exact
     parser; steps handed over until then are the same as the exact parser's first ones.
     ``share``: steps may share their prompt's first messages with the previous step's

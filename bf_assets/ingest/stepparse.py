@@ -45,7 +45,7 @@ class GiveUp(Exception):
 
 def has_long_digit_run(data: bytes | memoryview) -> bool:
     """True when ``data`` holds 19 consecutive ASCII digits (a possible 64-bit overflow:
-    orjson reads such an integer as a float, ijson rejects it)."""
+    orjson reads such an integer as a float; the exact parser decides)."""
     return _LONG_RUN in bytes(data).translate(_DIGITS)
 
 
