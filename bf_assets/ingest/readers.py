@@ -285,7 +285,6 @@ def file_exists(path: Path) -> bool:
 
 
 ENCODE_DEPTH = 254  # containers orjson writes nested at most ("Recursion limit reached")
-_ORJSON_DEPTH = 1024  # containers orjson reads nested at most
 
 
 def depth_cap(limits: ReadLimits) -> int:

@@ -29,7 +29,6 @@ import orjson
 
 from bf_assets.ingest.readers import ReadLimits, value_issue
 
-ORJSON_DEPTH = 1024
 WS = b" \t\r\n"
 MAX_TRIES = 8
 MAX_RESTARTS = 8  # times a row may re-learn the prompt's layout after a break in the chain
