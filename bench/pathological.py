@@ -150,6 +150,25 @@ def case_row_small_steps(root: Path, size: int) -> None:
     _row_with(bad.file("results.jsonl"), middle, "steps")
 
 
+def case_row_mid_steps(root: Path, size: int) -> None:
+    """A one-line row of steps of about 2 KB (fewer than the step cap), each step's prompt
+    its own (nothing shared with the previous step)."""
+    _, bad = _good_and_bad(root)
+    step = json.dumps(
+        {
+            "prompt": [{"role": "user", "content": "q" * 1000}, {"role": "tool", "content": "1"}],
+            "completion": [{"role": "assistant", "content": "a" * 900}],
+            "reward": 0,
+        }
+    ).encode()
+
+    def middle(fh: IO[bytes]) -> None:
+        _repeat(fh, step + b", ", size)
+        fh.write(step)
+
+    _row_with(bad.file("results.jsonl"), middle, "steps")
+
+
 def case_row_big_string(root: Path, size: int) -> None:
     """A one-line row with one step holding a huge string."""
     _, bad = _good_and_bad(root)
@@ -222,6 +241,7 @@ CASES = [
     Case("blank_rows", case_blank_rows, 200 * MiB),
     Case("long_line_llm", case_long_line_llm, 150 * MB),
     Case("row_small_steps", case_row_small_steps, 150 * MB),
+    Case("row_mid_steps", case_row_mid_steps, 150 * MB),
     Case("row_big_string", case_row_big_string, 150 * MB),
     Case("row_big_array", case_row_big_array, 150 * MB),
     Case("row_spaces", case_row_spaces, 150 * MB),

@@ -455,3 +455,22 @@ def test_trial_with_a_bad_file_name_has_one_finding(trial: Trial) -> None:
     unreadable = [f for f in review.findings if f.check == "GATE_UNREADABLE"]
     assert [f.file for f in unreadable] == ["verifier/a\\xfe.txt"]
     assert check_ids(review) == {"GATE_UNREADABLE"}
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(max_row_steps=50), BIG, "split"])
+def test_a_row_over_the_step_cap_is_refused_on_every_path(
+    tmp_path: Path, limits: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cap = 50
+    if limits == "split":  # the fast split reads these steps itself, then leaves it
+        limits = ReadLimits(max_line_bytes=8, max_row_steps=cap)
+        step = {"prompt": [{"role": "user", "content": "x" * 2000}], "completion": []}
+    else:
+        limits = ReadLimits(max_line_bytes=limits.max_line_bytes, max_row_steps=cap)
+        step = {"prompt": [], "completion": []}
+    p = tmp_path / ROWS_FILE
+    for n, refused in ((cap, False), (cap + 1, True)):
+        p.write_text(json.dumps({"trajectory": [step] * n}) + "\n")
+        top, kinds, steps = _rows(p, limits)
+        assert (kinds == [IssueKind.TOO_LARGE]) == refused
+        assert (top is None) == refused and len(steps) == (0 if refused else n)

@@ -40,6 +40,7 @@ class ReadLimits:
     max_jsonl_bytes: int = 16 * 1024 * MiB  # a trajectory file
     max_line_bytes: int = 16 * MiB  # one JSONL line (an LLM exchange; largest real ones < 1 MB)
     max_row_bytes: int = 4 * 1024 * MiB  # the one results.jsonl row, parsed as a stream
+    max_row_steps: int = 100_000  # trajectory steps of one row (one per LLM exchange)
     # JSON nesting, in containers (a real row nests < 30).  At most ENCODE_DEPTH: a value
     # must stay writable by orjson (curation, the cache and the review output write it).
     max_depth: int = 128

@@ -262,6 +262,8 @@ def split_row(
             raise GiveUp("step is not an object")
         if n >= SMALL_STEP_COUNT and w.off + i < n * SMALL_STEP_BYTES:
             raise GiveUp("many small steps")
+        if n >= limits.max_row_steps:
+            raise GiveUp("over the step cap")  # the exact parser reports it
         s = w.drop(i)
         step, e = _step_at(w, s, steps)
         on_step(n, step)

@@ -186,6 +186,8 @@ def _parse_small(data: bytes, lineno: int, on_step: StepCallback, limits: ReadLi
         return RowRead(lineno, value, 0, False, issues)
     traj = value.pop("trajectory", None)
     n = 0
+    if isinstance(traj, list) and len(traj) > limits.max_row_steps:
+        return RowRead(lineno, None, 0, True, [_too_many_steps(limits, lineno)])
     if isinstance(traj, list):
         for n, step in enumerate(traj, start=1):
             on_step(n - 1, step)
@@ -470,6 +472,8 @@ def _walk_steps(
     wait = 0  # single steps to go before the next batch attempt
     backoff = 1
     while True:
+        if state["n"] >= limits.max_row_steps:  # the rest is not read: the row is refused
+            raise _Bad(_too_many_steps(limits, lineno))
         tx.peek()
         if last < SMALL_STEP_CHARS and wait <= 0:
             steps = _batch(tx, dec, limits)
@@ -478,6 +482,8 @@ def _walk_steps(
             else:
                 backoff = 1
                 for step in steps:
+                    if state["n"] >= limits.max_row_steps:
+                        raise _Bad(_too_many_steps(limits, lineno))
                     if state["n"] >= skip:
                         on_step(state["n"], step)
                     state["n"] += 1
@@ -516,6 +522,11 @@ def _batch(tx: _Text, dec: _Decoder, limits: ReadLimits) -> list[Any] | None:
         return None  # one at a time: the step at fault is reported as such
     tx.pos = cut + 1
     return steps  # type: ignore[no-any-return]
+
+
+def _too_many_steps(limits: ReadLimits, lineno: int) -> ReadIssue:
+    msg = f"the row holds more than {limits.max_row_steps} steps (the step cap)"
+    return ReadIssue(IssueKind.TOO_LARGE, msg, lineno)
 
 
 def _too_deep(limits: ReadLimits, lineno: int) -> ReadIssue:
