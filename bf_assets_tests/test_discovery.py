@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from trialkit import JOB, Trial, build_trial, healthy_spec
 
-from bf_assets.batch.run import review_roots
+from bf_assets.batch.run import review_roots, review_trial
 from bf_assets.ingest.discovery import TrialRef, discover, discover_jobs
 from bf_assets.review.options import ReviewOptions
 
@@ -136,14 +136,18 @@ def test_in_progress_trial_with_trajectories_only(trial: Trial) -> None:
     assert trial.review().outcome == "incomplete"
 
 
-def test_tmp_files_and_dirs_are_ignored(trial: Trial) -> None:
+def test_tmp_files_are_ignored_and_tmp_dirs_are_reported(trial: Trial) -> None:
+    # A trial inside a *.tmp directory is reported (and rejected by the gate), never lost.
     job = trial.root / JOB
     (job / "demo-task__killed0").mkdir()
     (job / "demo-task__killed0" / "result.json.tmp").write_text("{}")
-    healthy_spec(rollout_id="tmpdir00").write(job / "staging.tmp")
+    staged = healthy_spec(rollout_id="tmpdir00").write(job / "staging.tmp")
     trial.write_text("results.jsonl.tmp", "partial")
-    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+    assert [t.path for t in found(trial.root)] == [str(trial.path), str(staged.path)]
     assert "results.jsonl.tmp" not in {f.path for f in trial.review().files}
+    good, tmp = (review_trial(r, ReviewOptions(audits=False)) for r in found(trial.root))
+    assert good.verdict == "publishable"
+    assert tmp.verdict == "rejected" and "staging.tmp" in tmp.findings[0].message
 
 
 def test_job_level_files_are_not_trials(trial: Trial) -> None:

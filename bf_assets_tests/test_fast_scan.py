@@ -1,7 +1,7 @@
 """The fast paths of a heavy trial's scan give exactly the serial, exact results.
 
 * ``rowsplit``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
-  give the same top-level keys, step facts and issues as the ijson event-stream parse, or
+  give the same top-level keys, step facts and issues as the exact parse, or
   give up (then the exact parse runs, without handing a step over twice).
 * ``RequestHistory``: request bodies folded incrementally give the same exchange facts,
   selection, call-id index and observations as each body walked whole.
@@ -201,7 +201,7 @@ def test_steps_are_not_handed_over_twice_when_the_split_gives_up_late(
 @pytest.mark.parametrize(
     "tail",
     [
-        ', {"prompt": [], "n": 12345678901234567890}]}',  # the exact parse rejects the integer
+        ', {"prompt": [], "n": 123456789012345678901234567890}]}',  # past 64 bits: rejected
         ', {"prompt": []}]} trailing',  # extra data after the row
         ', {"prompt": [' + "[" * 1100 + "]" * 1100 + "]}]}",  # too deep
     ],
@@ -222,7 +222,7 @@ def test_withdrawn_steps_leave_the_next_row_checked_as_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     good = '{"trajectory": [' + STEPS + "]}"
-    bad = '{"trajectory": [' + STEPS + ', {"prompt": [], "n": 12345678901234567890}]}'
+    bad = '{"trajectory": [' + STEPS + ', {"prompt": [], "n": 123456789012345678901234567890}]}'
     p = tmp_path / "results.jsonl"
     p.write_text("\n".join([good, bad, good]) + "\n")
     fast = scan._scan_rows(p, tmp_path, BIG)

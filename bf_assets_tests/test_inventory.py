@@ -1,4 +1,4 @@
-"""One read per trial for both ingest tables (``bf_assets.inventory``), and its prefetch."""
+"""One read per trial for both ingest tables (``bf_assets.batch.inventory``), and its prefetch."""
 
 from pathlib import Path
 

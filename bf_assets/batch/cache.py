@@ -4,8 +4,11 @@ A fingerprint covers every file of the trial directory (relative path, size, mti
 and inode, from one ``stat`` each: ``ctime`` moves on every write and cannot be set back by
 a user, so a rewritten file is caught even when its mtime was restored), the trial's place
 in the run root, the review options, the task tree the audits read, and the source of the
-review code itself.  Any change to one of them is a miss.  Entries are JSON (never pickle):
-a cache directory shared between users cannot run code.
+review code itself.  Any change to one of them is a miss.  Directory links are followed to
+what they point at (a linked ``trajectory/`` inside the run root, a linked skill directory
+of the task tree), each real directory once (a link cycle ends there); a link the readers
+would not follow (out of the run root) counts by its target and the target's own stat.
+Entries are JSON (never pickle): a cache directory shared between users cannot run code.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +28,10 @@ if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
 
 # Kept light on purpose: ``bf-assets review --cache-dir`` consults the run-level entry
-# (bf_assets.runcache) before importing any review code.
+# (bf_assets.batch.runcache) before importing any review code.
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole bf_assets package
-FORMAT = 1
+FORMAT = 2  # 2: directory links followed, file names escaped
 
 
 @lru_cache(maxsize=1)
@@ -40,23 +44,102 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=64)
+# A tree with more entries than this is not digested: it is never a cache hit.
+MAX_TREE_ENTRIES = 200_000
+
+
+def _enc(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _digest_tree(
+    h: Any,
+    base: str,
+    *,
+    descend: Callable[[os.DirEntry[str], str], bool],
+    follow: Callable[[str], bool],
+) -> None:
+    """Feed ``h`` one line per entry under ``base``, depth first in name order.
+
+    A file counts by its ``stat`` (a link adds its target and the target's ``stat``); a
+    directory is entered when ``descend(entry, rel)`` says so, a linked one only when
+    ``follow(path)`` does too, and each real directory (device and inode) at most once."""
+    try:
+        top = os.stat(base)
+    except OSError:
+        h.update(b"unlistable\n")
+        return
+    seen = {(top.st_dev, top.st_ino)}
+    stack = [(base, "")]
+    count = 0
+    while stack:
+        d, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            h.update(_enc(f"{prefix}\0unlistable {exc.errno}\n"))
+            continue
+        for e in entries:
+            count += 1
+            if count > MAX_TREE_ENTRIES:
+                raise _TooBig(base)
+            rel = prefix + e.name
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            target = ""
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    target = os.readlink(e.path)
+                except OSError:
+                    target = "?"
+                try:
+                    st = os.stat(e.path)
+                except OSError:
+                    h.update(_enc(f"{rel}\0link {target}\0dangling\n"))
+                    continue
+                if stat.S_ISDIR(st.st_mode) and not follow(e.path):
+                    h.update(_enc(f"{rel}\0link {target}\0{_state(st)}\n"))
+                    continue
+            if stat.S_ISDIR(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                entered = key not in seen and descend(e, rel)
+                h.update(_enc(f"{rel}/\0link {target}\0{'in' if entered else 'out'}\n"))
+                if entered:
+                    seen.add(key)
+                    stack.append((e.path, rel + "/"))
+                continue
+            h.update(_enc(f"{rel}\0link {target}\0{_state(st)}\n"))
+
+
+def _state(st: os.stat_result) -> str:
+    return f"{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
+
+
 def tree_digest(path: str | None) -> str:
-    """Stat digest of a directory tree (the task tree the skill audit reads)."""
+    """Stat digest of a directory tree (the task tree the skill audit reads), through its
+    directory links (the audits read through them); a tree too big to digest gets a digest
+    of its own every time (never a hit).  Taken once per review batch (a batch starts with
+    ``readers.clear_path_cache``): a long-lived process sees the tree's edits."""
+    from bf_assets.ingest.readers import path_generation
+
+    return _tree_digest(path, path_generation())
+
+
+@lru_cache(maxsize=64)
+def _tree_digest(path: str | None, generation: int) -> str:
     if not path:
         return "-"
     h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = os.path.join(dirpath, name)
-            try:
-                st = os.stat(p)
-            except OSError:
-                continue
-            h.update(
-                f"{os.path.relpath(p, path)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n".encode()
-            )
+    try:
+        _digest_tree(h, path, descend=lambda e, rel: True, follow=lambda p: True)
+    except _TooBig:
+        return "uncacheable " + os.urandom(16).hex()
     return h.hexdigest()
 
 
@@ -70,37 +153,33 @@ def link_target_state(path: str) -> str:
 
 
 def trial_fingerprint(ref: TrialRef, context: str) -> str | None:
-    """Fingerprint of a trial and everything its review depends on; None when unreadable."""
+    """Fingerprint of a trial and everything its review depends on; None when unreadable.
+
+    Nested trials (a top-level directory holding trial markers) are left out: they are
+    reviewed on their own.  A directory link is followed while it stays in the run root
+    (the readers refuse the others: they count by their target)."""
     from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS
 
     h = hashlib.sha256(
-        f"{context}\0{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n".encode()
+        _enc(f"{context}\0{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n")
     )
-    base = ref.path
-    stack = [(base, "")]
+    real_root = os.path.realpath(ref.root)
+
+    def within(p: str) -> bool:
+        real = os.path.realpath(p)
+        return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+
+    def descend(e: os.DirEntry[str], rel: str) -> bool:
+        return (
+            "/" in rel
+            or e.name in TRIAL_ARTIFACT_DIRS
+            or not any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
+        )
+
     try:
-        while stack:
-            d, prefix = stack.pop()
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-            for e in entries:
-                rel = prefix + e.name
-                st = e.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    nested = (
-                        not prefix
-                        and e.name not in TRIAL_ARTIFACT_DIRS
-                        and any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
-                    )
-                    if not nested:
-                        stack.append((e.path, rel + "/"))
-                    continue
-                target = ""
-                if stat.S_ISLNK(st.st_mode):
-                    target = f"{os.readlink(e.path)}\0{link_target_state(e.path)}"
-                h.update(
-                    f"{rel}\0{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\0{target}\n".encode()
-                )
-    except OSError:
+        os.scandir(ref.path).close()  # an unlistable trial has no fingerprint
+        _digest_tree(h, ref.path, descend=descend, follow=within)
+    except (OSError, _TooBig):
         return None
     return h.hexdigest()
 
@@ -154,6 +233,8 @@ class ReviewCache:
     def put(self, fp: str | None, review: Any) -> None:
         if fp is None:
             return
+        from bf_assets.ingest.readers import escape_name
+
         payload = {
             "format": FORMAT,
             "fingerprint": fp,
@@ -168,7 +249,7 @@ class ReviewCache:
                 "findings": [f.to_dict() for f in review.findings],
                 "files": [
                     {
-                        "path": f.path,
+                        "path": escape_name(f.path),
                         "size": f.size,
                         "sha256": f.sha256,
                         "lines": f.lines,
@@ -180,12 +261,16 @@ class ReviewCache:
                 "reward": review.reward,
             },
         }
+        try:
+            data = orjson.dumps(payload)
+        except orjson.JSONEncodeError:
+            return  # not writable as JSON: not cached (the review itself is reported)
         path = self._path(fp)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
             with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps(payload))
+                fh.write(data)
             os.replace(tmp, path)  # atomic: a reader never sees half an entry
         except OSError:
             return  # a cache that cannot be written only costs time

@@ -5,9 +5,11 @@ An entry is keyed by everything the output depends on besides the run roots' con
 (the review code, the output mode, the roots, the options, the task tree, the plan and
 quarantine files) and holds the *state* of the run roots: a digest over one ``lstat`` of
 every entry under every root (path, mode, size, mtime, ctime, inode; a link adds its target
-and the target's own stat).  Any file changed, added, removed or renamed anywhere under a
-root changes the state, and the review runs again (trial by trial through the per-trial
-cache in ``bf_assets.cache``).  The state is taken before the review and again after it;
+and the target's own stat).  A directory link needs no walk of its own: one inside a root
+leads to entries the walk covers where they are, and the readers never read through one
+that leaves its root; the task tree's digest (``cache.tree_digest``) follows its links.
+Any file changed, added, removed or renamed anywhere under a root changes the state, and
+the review runs again (trial by trial through the per-trial cache in ``bf_assets.batch.cache``).  The state is taken before the review and again after it;
 an entry is stored only when the two agree, so output from a corpus that changed while it
 was read is never kept.  The stored output is checked against its sha256 before it is
 served.
@@ -133,7 +135,7 @@ class RunKey:
             _file_state(self.quarantine_path),
             self.limits,
         ]
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 @dataclass(slots=True)

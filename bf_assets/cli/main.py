@@ -182,10 +182,20 @@ def _write_json(report: ReviewReport, out: BinaryIO) -> None:
     out.write(b"\n}\n")
 
 
+def _utf8_path(p: str, what: str) -> None:
+    """Trial names that are not UTF-8 are escaped in the output; a run root's own path is
+    the operator's choice: it must be UTF-8."""
+    try:
+        os.path.abspath(p).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _UsageError(f"{what} {p!r} is not a UTF-8 path") from None
+
+
 def _review(args: argparse.Namespace) -> int:
     for p in args.paths:
         if not Path(p).is_dir():
             raise _UsageError(f"run root {p!r} is not a directory")
+        _utf8_path(p, "run root")
     for flag in ("tasks",):
         v = getattr(args, flag)
         if v and not Path(v).is_dir():

@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 
 from bf_assets.findings import Finding, finding
-from bf_assets.ingest.readers import UNREADABLE_KINDS, IssueKind, ReadIssue
+from bf_assets.ingest.discovery import hidden_parts
+from bf_assets.ingest.readers import (
+    UNREADABLE_KINDS,
+    IssueKind,
+    ReadIssue,
+    escape_name,
+    undecodable,
+)
 from bf_assets.ingest.scan import (
     ACP_FILE,
     LLM_FILE,
@@ -20,6 +27,7 @@ from bf_assets.ingest.scan import (
     TrialData,
 )
 
+R = "result.json"
 # The project's read warnings, by issue kind.
 _WARNING_IDS = {IssueKind.REPLACED_UTF8: "READ_INVALID_UTF8", IssueKind.NONFINITE: "READ_NONFINITE"}
 
@@ -70,11 +78,47 @@ def _jsonl_read_findings(
 
 
 def check_link_escape(t: TrialData) -> Iterator[Finding]:
+    """Where the trial is, before what it holds: a link leaving the root, a hidden or
+    temporary directory, names that are not UTF-8 (its own path and its files' names)."""
     if t.ref.link_escape:
         yield finding(
             "GATE_UNREADABLE",
             "the trial directory is a link that leaves the run root; not read",
             file=".",
+        )
+    yield from check_location(t)
+    yield from check_file_names(t)
+
+
+def check_location(t: TrialData) -> Iterator[Finding]:
+    ref = t.ref
+    hidden = hidden_parts(ref)
+    if hidden:
+        yield finding(
+            "GATE_UNREADABLE",
+            f"the trial sits in a hidden or temporary directory ({', '.join(hidden)}): a copy "
+            "or a write in progress, never exported",
+            file=".",
+        )
+    below = ref.path[len(ref.root) :] if ref.path.startswith(ref.root) else ref.path
+    if undecodable(below):
+        yield finding(
+            "GATE_UNREADABLE",
+            f"the trial's path holds a name that is not UTF-8 (shown escaped: {ref.rel_path})",
+            file=".",
+        )
+
+
+def check_file_names(t: TrialData) -> Iterator[Finding]:
+    bad = sorted({f.path for f in t.files if undecodable(f.path)})
+    bad += sorted(rel for rel in t.file_issues if undecodable(rel) and rel not in bad)
+    if bad:
+        first = escape_name(bad[0])
+        more = f" ({len(bad)} in all)" if len(bad) > 1 else ""
+        yield finding(
+            "GATE_UNREADABLE",
+            f"a file name is not UTF-8: {first} (shown escaped){more}",
+            file=first,
         )
 
 
@@ -96,6 +140,9 @@ def check_result_file(t: TrialData) -> Iterator[Finding]:
             f"result.json holds a {type(doc.value).__name__}, not an object",
             file="result.json",
         )
+    elif doc.value is None and all(i.kind in _WARNING_IDS for i in doc.issues):
+        # parsed (no read error was reported), and what it holds is JSON null
+        yield finding("GATE_RESULT_INVALID", "result.json holds null, not an object", file=R)
 
 
 def check_config_files(t: TrialData) -> Iterator[Finding]:
@@ -109,7 +156,7 @@ def check_config_files(t: TrialData) -> Iterator[Finding]:
     for rel, issues in sorted(t.file_issues.items()):
         if rel in ("result.json", "config.json", "run_config.json", "prompts.json", "."):
             continue
-        yield from _issue_findings(issues, rel, "GATE_UNREADABLE")
+        yield from _issue_findings(issues, escape_name(rel), "GATE_UNREADABLE")
 
 
 def check_acp(t: TrialData) -> Iterator[Finding]:

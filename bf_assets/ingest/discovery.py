@@ -5,7 +5,14 @@ production layout and its variants (model-matrix ``trial-NN/``, worker shards, s
 trees, SkillsBench config folders), the flat fixture layout, the Harbor layout, and
 incomplete trials (config or trajectories without ``result.json``).  Job-level files are
 not trials.  Directory links are followed only while they stay inside the run root; a link
-that leaves it is reported as a trial that cannot be read, never silently dropped.
+that leaves it is reported as a trial that cannot be read, never silently dropped.  Hidden
+(``.x``) and ``*.tmp`` directories are walked like any other (a trial in one is reported;
+the gate flags it: a copy or a write in progress is never exported).
+
+Names are kept as the file system gives them in ``TrialRef.path`` (what is opened) and
+shown through :func:`~bf_assets.ingest.readers.escape_name` everywhere else (``rel_path``,
+``job_key``, ``job``, ``rollout``, the near-miss paths), so a name that is not UTF-8 never
+reaches an output as a lone surrogate.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from bf_assets.ingest.layout import (
     is_harbor_job_result,
     layout_of_result,
 )
-from bf_assets.ingest.readers import ReadLimits, read_document
+from bf_assets.ingest.readers import ReadLimits, escape_name, read_document
 
 # Sub-directories of a trial that hold its artifacts; never searched for nested trials
 # (an agent can write anything, including a ``result.json``, under ``artifacts/``).
@@ -42,16 +49,18 @@ _PEEK_LIMITS = ReadLimits(max_document_bytes=8 * 1024 * 1024)
 
 @dataclass(frozen=True, slots=True)
 class TrialRef:
-    """Where a trial is and what shape it has; cheap to pickle and to send to a worker."""
+    """Where a trial is and what shape it has; cheap to pickle and to send to a worker.
+
+    ``root`` and ``path`` are the names to open; every other name is escaped for output."""
 
     root: str  # the run root it was found under (absolute)
     path: str  # the trial directory (absolute, as reached from the root)
-    rel_path: str  # relative to the root, posix ('.' when the root is the trial)
+    rel_path: str  # relative to the root, posix ('.' when the root is the trial), escaped
     job_key: (
         str  # stable job id (the Dagster partition key): the job dir relative to the root's parent
     )
-    job: str  # job directory name
-    rollout: str  # trial directory name
+    job: str  # job directory name (escaped)
+    rollout: str  # trial directory name (escaped)
     layout: str
     link_escape: bool = False  # the trial directory is a link that leaves the run root
 
@@ -205,17 +214,17 @@ def _walk_root(
         try:
             entries = list(os.scandir(d))
         except OSError as exc:
-            skipped.append((d, f"cannot list directory: {exc.strerror}"))
+            skipped.append((escape_name(d), f"cannot list directory: {exc.strerror}"))
             continue
         names = {e.name for e in entries if not e.name.endswith(".tmp")}
         layout, reason = _classify(d, names, root_s)
         if reason:
-            skipped.append((d, reason))
+            skipped.append((escape_name(d), reason))
         is_trial = layout is not None
         if is_trial:
             yield _ref(root_s, d, layout or Layout.UNKNOWN.value)
         for e in sorted(entries, key=lambda e: e.name, reverse=True):
-            if e.name.startswith(".") or e.name in SKIP_DIRS or e.name.endswith(".tmp"):
+            if e.name in SKIP_DIRS:
                 continue
             if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
                 continue
@@ -248,7 +257,7 @@ def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> Tria
     if any(m in names for m in TRIAL_MARKERS) or "trajectory" in names:
         ref = _ref(root, link, Layout.UNKNOWN.value)
         return TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
-    skipped.append((link, "directory link leaves the run root; not followed"))
+    skipped.append((escape_name(link), "directory link leaves the run root; not followed"))
     return None
 
 
@@ -258,12 +267,22 @@ def _ref(root: str, d: str, layout: str) -> TrialRef:
     return TrialRef(
         root=root,
         path=d,
-        rel_path=rel,
-        job_key=sys.intern(_job_key(job_dir, root)),  # shared by every trial of the job
-        job=sys.intern(os.path.basename(job_dir)),
-        rollout=os.path.basename(d),
+        rel_path=escape_name(rel),
+        # shared by every trial of the job
+        job_key=sys.intern(escape_name(_job_key(job_dir, root))),
+        job=sys.intern(escape_name(os.path.basename(job_dir))),
+        rollout=escape_name(os.path.basename(d)),
         layout=layout,
     )
+
+
+def hidden_parts(ref: TrialRef) -> list[str]:
+    """The hidden (``.x``) or ``*.tmp`` directories on the trial's path below its root."""
+    return [
+        p
+        for p in ref.rel_path.split("/")
+        if p not in ("", ".", "..") and (p.startswith(".") or p.endswith(".tmp"))
+    ]
 
 
 def discover_trials(roots: Sequence[str | os.PathLike[str]]) -> list[TrialRef]:
@@ -282,7 +301,8 @@ class JobDir:
 
 
 def trial_fingerprint(path: str | os.PathLike[str]) -> str:
-    """Digest of names, sizes and mtimes of a trial's files (top level and ``trajectory/``)."""
+    """Digest of names, sizes and mtimes of a trial's files (top level, ``trajectory/`` and
+    ``verifier/``; a link is followed: an edit behind it changes the digest)."""
     h = hashlib.sha256()
     for sub in ("", "trajectory", "verifier"):
         d = Path(path) / sub if sub else Path(path)
@@ -292,12 +312,16 @@ def trial_fingerprint(path: str | os.PathLike[str]) -> str:
             continue
         for e in entries:
             try:
-                st = e.stat(follow_symlinks=False)
+                st = e.stat(follow_symlinks=True)
             except OSError:
-                continue
+                try:
+                    st = e.stat(follow_symlinks=False)  # a dangling link
+                except OSError:
+                    continue
             if stat.S_ISDIR(st.st_mode):
                 continue
-            h.update(f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            line = f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
+            h.update(line.encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
 

@@ -12,10 +12,10 @@ holds the same item bytes at its own first ``"messages": [``, only the rest is p
    must parse, with ``request.body.messages`` null and 0 respectively, which proves that the
    list sits exactly there (and is not overridden by a later duplicate key).
 
-Each part is nested as deep as it is in the line, so orjson's 1024-level limit is the line's.
-The value is then the one :func:`parse_json_bytes` gives for the whole line (no issues: every
-part parsed with orjson); anything else (a lower depth cap, a part that fails, an unusual
-layout) parses the line whole.  The messages of consecutive values are shared objects, so
+Each part is nested as deep as it is in the line and checked against the depth cap at its
+own level.  The value is then the one :func:`parse_json_bytes` gives for the whole line (no
+issues: every part parsed with orjson); anything else (a part that fails or nests too deep,
+an unusual layout) parses the line whole.  The messages of consecutive values are shared objects, so
 only read-only callers may use this.
 """
 
@@ -25,8 +25,14 @@ from typing import Any
 
 import orjson
 
-from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadIssue, ReadLimits, parse_json_bytes
-from bf_assets.ingest.stepparse import ORJSON_DEPTH, WS, prompt_close, single, skip_ws
+from bf_assets.ingest.readers import (
+    DEFAULT_LIMITS,
+    ReadIssue,
+    ReadLimits,
+    parse_json_bytes,
+    value_issue,
+)
+from bf_assets.ingest.stepparse import WS, prompt_close, single, skip_ws
 
 _MESSAGES = b'"messages"'
 MAX_RESTARTS = 8
@@ -68,11 +74,9 @@ class LineParser:
 
     def parse(self, line: bytes, limits: ReadLimits | None = None) -> tuple[Any, list[ReadIssue]]:
         limits = limits or self.limits
-        if limits.max_depth < ORJSON_DEPTH:
-            return parse_json_bytes(line, limits)
         memo = self._memo
         if memo is not None:
-            value = self._continue(line, memo)
+            value = self._continue(line, memo, limits)
             if value is not None:
                 return value, []
         value, issues = parse_json_bytes(line, limits)
@@ -82,7 +86,7 @@ class LineParser:
             self._memo = _learn(line, value)
         return value, issues
 
-    def _continue(self, line: bytes, memo: _Memo) -> Any:
+    def _continue(self, line: bytes, memo: _Memo, limits: ReadLimits) -> Any:
         open_ = _messages_open(line)
         size = memo.end - memo.open
         if open_ < 0 or not line.startswith(memoryview(memo.line)[memo.open : memo.end], open_):
@@ -90,15 +94,19 @@ class LineParser:
         start = open_ + size
 
         def check(j: int) -> list[Any] | None:
-            new = single(_loads(b"[[[[null" + memoryview(line)[start:j] + b"]]]]"), 3)
-            return new[1:] if isinstance(new, list) and new[0] is None else None
+            region = memoryview(line)[start:j]
+            new = single(_loads(b"[[[[null" + region + b"]]]]"), 3)
+            if not isinstance(new, list) or new[0] is not None:
+                return None
+            # the new messages sit at level 5 of the line (line, request, body, messages)
+            return new[1:] if value_issue(new, limits, 4, region) is None else None
 
         close = prompt_close(line, start, memo.key2, check)
         if close is None:
             return None
         j, new = close
         value = _without_list(line, open_, j)
-        if value is None:
+        if value is None or value_issue(value, limits) is not None:
             return None
         items = memo.items + new
         _body(value)["messages"] = list(items)

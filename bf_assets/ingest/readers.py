@@ -2,8 +2,14 @@
 
 Nothing here raises on bad input: every problem becomes a :class:`ReadIssue` that the
 caller turns into a finding on the trial (``GATE_UNREADABLE`` or the file's own gate id).
-Memory stays flat whatever the file size: JSONL is read a line at a time with a line cap,
-over-long lines are skipped without being held, and whole-document JSON has a size cap.
+Memory stays flat whatever the file size: JSONL is read in big blocks with a line cap,
+over-long lines are skipped without being held, runs of blank lines are skipped at the
+speed of a byte search, and whole-document JSON has a size cap.
+
+Every value a reader returns can be written back as JSON by orjson: it nests at most
+``ReadLimits.max_depth`` levels (orjson writes no more than 254), its integers fit 64 bits
+and its strings are valid Unicode (:func:`value_issue`).  File names that are not UTF-8
+are shown through :func:`escape_name` in every message.
 """
 
 from __future__ import annotations
@@ -11,7 +17,9 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +30,6 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 MiB = 1024 * 1024
-BIG_BUFFER = MiB
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +40,10 @@ class ReadLimits:
     max_jsonl_bytes: int = 16 * 1024 * MiB  # a trajectory file
     max_line_bytes: int = 16 * MiB  # one JSONL line (an LLM exchange; largest real ones < 1 MB)
     max_row_bytes: int = 4 * 1024 * MiB  # the one results.jsonl row, parsed as a stream
-    max_depth: int = 1024  # JSON nesting (orjson's own limit; a lower value adds a check pass)
+    max_row_steps: int = 100_000  # trajectory steps of one row (one per LLM exchange)
+    # JSON nesting, in containers (a real row nests < 30).  At most ENCODE_DEPTH: a value
+    # must stay writable by orjson (curation, the cache and the review output write it).
+    max_depth: int = 128
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -136,13 +146,79 @@ def _real_dir(d: str) -> str:
     return real
 
 
+_GENERATION = [0]
+
+
 def clear_path_cache() -> None:
-    """Forget resolved directories (call before a new review: links may have changed)."""
+    """Forget resolved directories (call before a new review: links may have changed).
+    Also starts a new :func:`path_generation` (digests kept per batch are taken again)."""
     _REAL_DIRS.clear()
+    _GENERATION[0] += 1
+
+
+def path_generation() -> int:
+    """Changes at every :func:`clear_path_cache`: what was derived from the file system
+    before it (``cache.tree_digest``) is stale after it."""
+    return _GENERATION[0]
+
+
+# --------------------------------------------------------------------------- names
+
+# Characters a name is shown with as is: anything but a backslash, a control character or a
+# surrogate (on POSIX, ``os`` gives the bytes of a name that are not UTF-8 as surrogates
+# U+DC80..U+DCFF).
+_PLAIN_NAME = re.compile(r"[^\\\x00-\x1f\x7f\ud800-\udfff]*\Z")
+_UNDECODABLE = re.compile(r"[\udc80-\udcff]")
+_ESCAPED = re.compile(r"\\(?:\\|x([0-9a-f]{2})|u([0-9a-f]{4}))")
+
+
+def escape_name(name: str) -> str:
+    """A file or directory name (or a path of them) as text any output can hold, reversibly.
+
+    A name of printable UTF-8 without a backslash is returned as is (every real Benchflow
+    name).  Otherwise a backslash becomes ``\\\\``, a byte that is not UTF-8 ``\\xHH``,
+    a control character ``\\xHH`` and any other surrogate ``\\uHHHH``: deterministic, and
+    :func:`unescape_name` gives the original back (two names never share an escaped form).
+    """
+    if _PLAIN_NAME.match(name):
+        return name
+    out = []
+    for ch in name:
+        o = ord(ch)
+        if ch == "\\":
+            out.append("\\\\")
+        elif 0xDC80 <= o <= 0xDCFF:
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif o < 0x20 or o == 0x7F:
+            out.append(f"\\x{o:02x}")
+        elif 0xD800 <= o <= 0xDFFF:
+            out.append(f"\\u{o:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape_name(text: str) -> str:
+    """The name :func:`escape_name` was given (bytes that are not UTF-8 as surrogates)."""
+
+    def _one(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            o = int(m.group(1), 16)
+            return chr(o) if o < 0x80 else chr(0xDC00 + o)
+        if m.group(2) is not None:
+            return chr(int(m.group(2), 16))
+        return "\\"
+
+    return _ESCAPED.sub(_one, text) if "\\" in text else text
+
+
+def undecodable(name: str) -> bool:
+    """True when ``name`` (as ``os`` gives it) holds bytes that are not UTF-8."""
+    return _UNDECODABLE.search(name) is not None
 
 
 def _name(path: str | os.PathLike[str]) -> str:
-    return os.path.basename(os.fspath(path))
+    return escape_name(os.path.basename(os.fspath(path)))
 
 
 class Resolved(NamedTuple):
@@ -155,7 +231,7 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
     """The real path to open and its size, or an issue: absent, special, or a link leaving
     ``root``.  Strings all the way (the hot path of every read)."""
     sp = os.fspath(path)
-    name = os.path.basename(sp)
+    name = escape_name(os.path.basename(sp))
     try:
         st = os.lstat(sp)
     except FileNotFoundError:
@@ -209,20 +285,85 @@ def file_exists(path: Path) -> bool:
 # --------------------------------------------------------------------------- value parsing
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if d > limit:
-            return True
-        if isinstance(v, dict):
-            stack.extend((x, d + 1) for x in v.values() if isinstance(x, dict | list))
-        elif isinstance(v, list):
-            stack.extend((x, d + 1) for x in v if isinstance(x, dict | list))
-    return False
+ENCODE_DEPTH = 254  # containers orjson writes nested at most ("Recursion limit reached")
 
 
-_ORJSON_DEPTH = 1024
+def depth_cap(limits: ReadLimits) -> int:
+    """The nesting cap actually applied: ``limits.max_depth``, at most :data:`ENCODE_DEPTH`."""
+    return max(1, min(limits.max_depth, ENCODE_DEPTH))
+
+
+def encode_problem(value: Any, room: int) -> str | None:
+    """Why orjson cannot write ``value`` when it may nest only ``room`` containers deep
+    (``"Recursion limit reached"``, a surrogate in a string, an integer past 64 bits), or None.
+
+    One ``orjson.dumps`` (C speed, no Python walk): the value is wrapped in enough one-item
+    lists that orjson's own limit falls exactly ``room`` levels below the wrappers."""
+    wrappers = ENCODE_DEPTH - max(0, min(room, ENCODE_DEPTH))
+    if not wrappers:
+        try:
+            orjson.dumps(value)
+        except orjson.JSONEncodeError as exc:
+            return str(exc)
+        return None
+    chain = _CHAINS.get(wrappers)
+    if chain is None:
+        bottom: list[Any] = [None]
+        outer = bottom
+        for _ in range(wrappers - 1):
+            outer = [outer]
+        chain = _CHAINS[wrappers] = (outer, bottom)
+    outer, bottom = chain
+    bottom[0] = value
+    try:
+        orjson.dumps(outer)
+    except orjson.JSONEncodeError as exc:
+        return str(exc)
+    finally:
+        bottom[0] = None
+    return None
+
+
+_CHAINS: dict[int, tuple[list[Any], list[Any]]] = {}  # wrappers -> (outermost, innermost)
+
+
+def value_issue(
+    value: Any, limits: ReadLimits = DEFAULT_LIMITS, level: int = 1, data: Any = None
+) -> ReadIssue | None:
+    """``TOO_DEEP`` when ``value``, sitting at ``level`` of its file (1: the whole line or
+    document; a row's step is at level 3), nests past the cap; ``INVALID_JSON`` when orjson
+    could not write it back; else None.  ``data``: the bytes it was parsed from, when only
+    its depth is in doubt (a value holds no more containers than those bytes hold brackets,
+    plus at most one it was parsed into, so a piece with few brackets needs no look)."""
+    room = depth_cap(limits) - level + 1
+    if data is not None:
+        raw = data if isinstance(data, bytes | bytearray) else bytes(data)
+        # ``value`` may be one container more than ``data`` (a step parsed from the rest of
+        # its bytes after ``{"prompt":null``): then the brackets may not reach ``room``.
+        if raw.count(b"[") + raw.count(b"{") < room:
+            return None
+    problem = encode_problem(value, room)
+    if problem is None:
+        return None
+    if "Recursion" in problem:
+        return _too_deep(limits)
+    return ReadIssue(IssueKind.INVALID_JSON, f"the value cannot be written back as JSON: {problem}")
+
+
+def _big_int(digits: str) -> int | float:
+    """An integer literal as orjson reads it: an int within 64 bits, else a float."""
+    if len(digits) <= 20:
+        n = int(digits)
+        if -(2**63) <= n < 2**64:
+            return n
+    return _float(digits)
+
+
+def _float(text: str) -> float:
+    f = float(text)
+    if math.isinf(f):
+        raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
+    return f
 
 
 def parse_json_bytes(
@@ -231,27 +372,25 @@ def parse_json_bytes(
     """Parse one JSON value; return ``(value, issues)``.  ``value`` is None when it failed.
 
     Handles invalid UTF-8 (replaced, with a warning, when the rest parses), NaN/Infinity
-    literals (read as null, with a warning) and nesting beyond ``limits.max_depth``.
+    literals (read as null, with a warning) and nesting beyond the depth cap.  The value is
+    always one orjson can write back (:func:`value_issue`).
     """
-    # orjson refuses nesting past 1024 itself; a lower cap needs an explicit walk, done only
-    # when the line has more opening brackets than the cap (a value cannot nest deeper).
-    may_be_deep = (
-        limits.max_depth < _ORJSON_DEPTH and data.count(b"[") + data.count(b"{") > limits.max_depth
-    )
     try:
         value = orjson.loads(data)
-        issues: list[ReadIssue] = []
     except orjson.JSONDecodeError as exc:
         value, issues = _parse_fallback(data, str(exc), limits)
         if value is None:
             return None, issues
-    if may_be_deep and _depth_exceeds(value, limits.max_depth):
-        return None, [_too_deep(limits)]
-    return value, issues
+        # The fallback parser (json) can give what orjson never does: lone surrogates.
+        bad = value_issue(value, limits)
+        return (None, [bad]) if bad is not None else (value, issues)
+    # orjson gives valid strings and 64-bit integers: only the depth can be in doubt.
+    bad = value_issue(value, limits, data=data)
+    return (None, [bad]) if bad is not None else (value, [])
 
 
 def _too_deep(limits: ReadLimits) -> ReadIssue:
-    return ReadIssue(IssueKind.TOO_DEEP, f"nesting deeper than {limits.max_depth} levels")
+    return ReadIssue(IssueKind.TOO_DEEP, f"nesting deeper than {depth_cap(limits)} levels")
 
 
 def _parse_fallback(data: bytes, error: str, limits: ReadLimits) -> tuple[Any, list[ReadIssue]]:
@@ -268,6 +407,8 @@ def _parse_fallback(data: bytes, error: str, limits: ReadLimits) -> tuple[Any, l
             return orjson.loads(text), issues
         except orjson.JSONDecodeError as exc:
             error = str(exc)
+            if "depth limit" in error:
+                return None, [_invalid(issues, error)]
     if "NaN" in text or "Infinity" in text:
         seen: list[str] = []
 
@@ -276,7 +417,9 @@ def _parse_fallback(data: bytes, error: str, limits: ReadLimits) -> tuple[Any, l
             return None
 
         try:
-            value = json.loads(text, parse_constant=_constant)
+            value = json.loads(
+                text, parse_constant=_constant, parse_int=_big_int, parse_float=_float
+            )
         except RecursionError:
             return None, [_too_deep(limits)]
         except ValueError as exc:
@@ -438,13 +581,13 @@ def iter_jsonl(
             return
         digest = hashlib.sha256()
         parse = parse or parse_json_bytes
-        # A small file is read in one call and its lines taken from memory; a big file reads
-        # faster through a big buffer (its long lines are not rebuilt from 8 KiB pieces).
+        # A small file is read in one call and its lines taken from memory; a big file is
+        # read in BLOCK-sized calls.
         small = read_upto(real, size, SMALL_JSONL + 1) if size <= SMALL_JSONL else None
         if small is not None and len(small) <= SMALL_JSONL:
             yield from _jsonl_lines(io.BytesIO(small), digest, state, cap, limits, parse)
         else:  # big, or grew past the small size since its stat
-            with open(real, "rb", buffering=BIG_BUFFER if size > BIG_BUFFER else -1) as fh:
+            with open(real, "rb", buffering=0) as fh:
                 yield from _jsonl_lines(fh, digest, state, cap, limits, parse)
         state.stats.sha256 = digest.hexdigest()
     except OSError as exc:
@@ -457,68 +600,91 @@ def _cap_text(cap: int) -> str:
     return f"{cap // MiB} MiB" if cap >= MiB else f"{cap} byte"
 
 
+# A byte ``bytes.strip`` keeps: where a line's content starts.
+CONTENT = re.compile(rb"[^ \t\n\r\x0b\x0c]")
+BLOCK = MiB  # one read call
+
+
 def _jsonl_lines(
     fh: IO[bytes], digest: Any, state: JsonlFile, cap: int, limits: ReadLimits, parse: LineParse
 ) -> Iterator[JsonlLine]:
-    """Lines up to ``MiB`` are read in one call (the common case).  A longer line is first
-    measured by scanning ahead in 1 MiB chunks, then re-read whole only when it is within the
-    cap, so an over-long line never costs more than one chunk of memory."""
-    lineno = 0
-    total = 0
-    step = min(MiB, cap + 1)
+    """The file is read in :data:`BLOCK` calls; runs of blank or whitespace-only lines are
+    skipped with one regex search and one newline count per block (never a Python step per
+    line).  A content line that ends in the block is taken from it; a longer one is first
+    measured by reading on without keeping what was read, then re-read whole only when it
+    is within the cap, so an over-long line never costs more than one block of memory."""
+    lineno = 0  # physical lines finished
+    buf = b""  # bytes read and not consumed; buf[0] sits at file offset `base`
+    base = 0
+    pos = 0
+    line_start = 0  # file offset where the current physical line starts
+    eof = False
     while True:
-        start = fh.tell()
-        raw = fh.readline(step)
-        if not raw:
-            break
-        lineno += 1
-        if raw.endswith(b"\n") or len(raw) < step:
-            length = len(raw)
-            digest.update(raw)
-        else:
-            length = len(raw)
-            while True:  # measure the line without keeping it
-                chunk = fh.readline(MiB)
-                if not chunk:
-                    break
-                length += len(chunk)
-                if chunk.endswith(b"\n"):
-                    break
-            end = fh.tell()
-            if length > cap:
-                fh.seek(start)
-                _hash_range(fh, digest, length)
-                fh.seek(end)
-                total += length
-                msg = f"line of {length} bytes is over the {_cap_text(cap)} line cap"
-                yield JsonlLine(
-                    lineno, None, length, [ReadIssue(IssueKind.LINE_TOO_LONG, msg, lineno)]
-                )
-                continue
-            fh.seek(start)
-            raw = fh.read(length)
-            digest.update(raw)
-        total += length
-        body = raw.strip()
-        del raw
-        if not body:
+        m = CONTENT.search(buf, pos)
+        if m is None:  # the rest of the block is whitespace
+            n = buf.count(b"\n", pos)
+            if n:
+                lineno += n
+                line_start = base + buf.rfind(b"\n", pos) + 1
+            if eof:
+                break
+            base += len(buf)
+            buf, pos = fh.read(BLOCK), 0
+            digest.update(buf)
+            eof = not buf
             continue
+        j = m.start()
+        n = buf.count(b"\n", pos, j)
+        if n:
+            lineno += n
+            line_start = base + buf.rfind(b"\n", pos, j) + 1
+        lineno += 1
+        e = buf.find(b"\n", j)
+        raw: bytes | None
+        if e >= 0 or eof:  # the line ends in the block
+            end = e if e >= 0 else len(buf)
+            nl = int(e >= 0)
+            length = base + end + nl - line_start
+            raw = buf[j:end] if length <= cap else None
+            pos = end + nl
+        else:  # the line goes on past the block: measure it first, keeping nothing
+            body_at = base + j
+            end_at, nl, rest = _measure_line(fh, digest)
+            eof = rest is None
+            length = end_at + nl - line_start
+            raw = None
+            if length <= cap:
+                fh.seek(body_at)
+                raw = fh.read(end_at - body_at)
+            fh.seek(end_at + nl + len(rest or b""))
+            buf, base, pos = rest or b"", end_at + nl, 0
+        line_start = base + pos
+        if raw is None:
+            msg = f"line of {length} bytes is over the {_cap_text(cap)} line cap"
+            yield JsonlLine(lineno, None, length, [ReadIssue(IssueKind.LINE_TOO_LONG, msg, lineno)])
+            continue
+        body = raw.rstrip()
+        del raw
         value, issues = parse(body, limits)
         if issues:
             issues = [ReadIssue(i.kind, i.message, lineno, _excerpt(body)) for i in issues]
         yield JsonlLine(lineno, value, length, issues)
-    state.stats.size = total
-    state.stats.lines = lineno
+    state.stats.size = base + len(buf)
+    state.stats.lines = lineno + (line_start < base + len(buf))
 
 
-def _hash_range(fh: IO[bytes], digest: Any, length: int) -> None:
-    left = length
-    while left > 0:
-        chunk = fh.read(min(MiB, left))
-        if not chunk:
-            break
+def _measure_line(fh: IO[bytes], digest: Any) -> tuple[int, int, bytes | None]:
+    """Read on (hashing, keeping nothing) to the end of the current line: ``(offset of its
+    end, 1 when a newline ends it, the bytes read after that newline or None at EOF)``."""
+    while True:
+        chunk = fh.read(BLOCK)
         digest.update(chunk)
-        left -= len(chunk)
+        if not chunk:
+            return fh.tell(), 0, None
+        k = chunk.find(b"\n")
+        if k >= 0:
+            at = fh.tell() - len(chunk)
+            return at + k, 1, chunk[k + 1 :]
 
 
 def _excerpt(body: bytes, limit: int = 160) -> str:

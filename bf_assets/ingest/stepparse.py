@@ -16,8 +16,8 @@ rest is parsed:
    ``0`` for ``null``: the two agree on ``prompt`` unless a later duplicate ``prompt`` key
    overrides it (then the whole step is parsed instead).
 
-Each part is nested as deep as it sits in the row, so orjson's 1024-level limit is the row's.
-A step read this way equals the one parsed whole, but its first prompt items are the previous
+Each part is nested as deep as it sits in the row and checked against the row's depth cap
+(:func:`depth_ok`).  A step read this way equals the one parsed whole, but its first prompt items are the previous
 step's objects: only callers that do not modify steps may ask for it (``share=True``).
 """
 
@@ -27,9 +27,8 @@ from typing import Any
 
 import orjson
 
-from bf_assets.ingest.readers import ReadLimits, _depth_exceeds
+from bf_assets.ingest.readers import ReadLimits, value_issue
 
-ORJSON_DEPTH = 1024
 WS = b" \t\r\n"
 MAX_TRIES = 8
 MAX_RESTARTS = 8  # times a row may re-learn the prompt's layout after a break in the chain
@@ -45,21 +44,14 @@ class GiveUp(Exception):
 
 def has_long_digit_run(data: bytes | memoryview) -> bool:
     """True when ``data`` holds 19 consecutive ASCII digits (a possible 64-bit overflow:
-    orjson reads such an integer as a float, ijson rejects it)."""
+    orjson reads such an integer as a float; the exact parser decides)."""
     return _LONG_RUN in bytes(data).translate(_DIGITS)
 
 
-def depth_ok(value: Any, piece: bytes | memoryview, max_depth: int, level: int) -> bool:
+def depth_ok(value: Any, piece: bytes | memoryview, limits: ReadLimits, level: int) -> bool:
     """True when ``value``, parsed by orjson at its own level in the row (``level``: 1 for the
-    row, 3 for a step), stays within ``max_depth`` levels of the row.  orjson refuses more
-    than 1024, so only a lower cap needs a look."""
-    if max_depth >= ORJSON_DEPTH:
-        return True
-    limit = max_depth - level + 1
-    data = bytes(piece)
-    if data.count(b"[") + data.count(b"{") <= limit:
-        return True
-    return not _depth_exceeds(value, limit)
+    row, 3 for a step), stays within the depth cap of the row (and can be written back)."""
+    return value_issue(value, limits, level, piece) is None
 
 
 def shared_prefix(data: bytes, prev: bytes) -> int:
@@ -127,7 +119,7 @@ class StepParser:
         step = single(outer, 2)
         if step is None:
             return None
-        if not depth_ok(step, piece, self.limits.max_depth, 3):
+        if not depth_ok(step, piece, self.limits, 3):
             raise GiveUp("too deep")
         if self.share and self._restarts < MAX_RESTARTS:
             self._restarts += 1
@@ -165,7 +157,7 @@ class StepParser:
         second = single(_loads(b'[[{"prompt":0' + rest + b"]]"), 2)
         if not isinstance(second, dict) or first["prompt"] is not None or second["prompt"] != 0:
             return None  # a later duplicate "prompt" key: parse the step whole
-        if not depth_ok(first, rest, self.limits.max_depth, 3):
+        if not depth_ok(first, rest, self.limits, 3):
             raise GiveUp("too deep")
         items = memo.items + new
         first["prompt"] = list(items)  # the caller's own list; the items are shared
@@ -181,7 +173,7 @@ class StepParser:
             new = single(_loads(b"[[[[null" + region + b"]]]]"), 3)
             if not isinstance(new, list) or new[0] is not None:
                 return None
-            if not depth_ok(new, region, self.limits.max_depth, 4):
+            if not depth_ok(new, region, self.limits, 4):
                 raise GiveUp("too deep")
             return new[1:]
 

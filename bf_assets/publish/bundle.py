@@ -142,7 +142,14 @@ def _write_rows(
         sink = _collector(steps) if "trl_sft" in writers else None
         try:
             row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink)
-        except (CurationError, CleaningError, OSError, ValueError) as exc:
+        except (
+            CurationError,
+            CleaningError,
+            OSError,
+            ValueError,
+            TypeError,
+            RecursionError,
+        ) as exc:
             failed[cand.key] = (CURATION_ERROR, str(clean_value(str(exc)))[:300])
             continue
         seen[rid] = cand

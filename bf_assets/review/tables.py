@@ -16,7 +16,7 @@ from bf_assets.findings import finding
 from bf_assets.gate.run import FILE_CHECKS
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.identity import Identity
-from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits
+from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, escape_name
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.record import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
 
@@ -87,7 +87,7 @@ def raw_row(data: TrialData, read_findings: Sequence[dict[str, object]]) -> dict
         files=_dumps(
             [
                 {
-                    "path": f.path,
+                    "path": escape_name(f.path),  # a name that is not UTF-8, escaped
                     "size": f.size,
                     "sha256": f.sha256,
                     "lines": f.lines,
