@@ -146,7 +146,10 @@ def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) ->
     assert trl.num_rows == 2 and len(trl[0]["completion"]) == 1
     shard = str(out / "data" / "prime_sft" / "train-00000-of-00001.parquet")
     prime = datasets.load_dataset("parquet", data_files=shard, split="train", cache_dir=cache)
-    assert json.loads(prime[0]["tools"])[0]["function"]["name"] == "terminal"
+    # JSON payloads come back as objects (the Arrow JSON type), read from the bare shard too
+    assert prime[0]["tools"][0]["function"]["name"] == "terminal"
+    call = prime[0]["messages"][2]["tool_calls"][0]["function"]
+    assert call["arguments"] == {"command": "echo hi > hello.txt"}
 
 
 def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: Path) -> None:
