@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from hubserver import HubServer
+from test_card_release import no_progress_threads  # noqa: F401 (autouse fixture)
 from test_publish_bundle import cands
 from test_publish_hub import REPO, WRITE, hub, server, target  # noqa: F401 (fixtures)
 from trialkit import healthy_spec

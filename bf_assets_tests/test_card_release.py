@@ -33,6 +33,24 @@ from bf_assets.publish.verify import verify_bundle
 
 datasets = pytest.importorskip("datasets")
 
+
+@pytest.fixture(autouse=True, scope="module")
+def no_progress_threads() -> Any:
+    """No tqdm monitor thread while reading releases back: it outlives the test, and a
+    process with a second thread may not fork (``bf_assets.ingest.forked``)."""
+    import threading
+
+    from tqdm import tqdm
+
+    before = tqdm.monitor_interval
+    tqdm.monitor_interval = 0  # read by every tqdm subclass (datasets, huggingface_hub)
+    yield
+    tqdm.monitor_interval = before
+    for t in threading.enumerate():
+        if t.name == "tqdm_monitor" and hasattr(t, "exit"):
+            t.exit()
+
+
 TASKS = [f"task-{c}" for c in "abcdefgh"]
 ARGS_TASK = "task-args"  # a trial whose tool call has arguments that need cleaning
 ALL_TASKS = {*TASKS, ARGS_TASK}

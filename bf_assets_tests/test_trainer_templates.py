@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_card_release import no_progress_threads  # noqa: F401 (autouse fixture)
 from trialkit import healthy_spec, oracle_spec
 
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews

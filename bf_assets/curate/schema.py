@@ -271,8 +271,10 @@ CONFIG_CONSUMERS = {
     "prime_sft": "Prime-RL SFT (`messages` + `tools`). Current Prime-RL accepts tool-call "
     "`arguments` and `tools` as objects or JSON strings; older releases call `json.loads` on "
     "both and need strings (see below).",
-    "trl_sft": "TRL `SFTTrainer` (prompt-completion with `tools`). Chat templates need "
-    "`arguments` as a mapping, which is what `datasets` returns: use the rows as they are.",
+    "trl_sft": "TRL `SFTTrainer` (prompt-completion with `tools`). Chat templates take "
+    "`arguments` as a mapping, which is what `datasets` returns: use the rows as they are "
+    "(only a template that joins `arguments` as text, such as the original DeepSeek-V3 one, "
+    "needs strings; TRL ships a patched one for the dict form).",
 }
 
 

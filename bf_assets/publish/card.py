@@ -274,7 +274,10 @@ def _trainers_section(f: CardFacts) -> str:
                 (
                     c,
                     CONFIG_CONSUMERS[c],
-                    "only for older Prime-RL releases" if c == "prime_sft" else "no",
+                    {
+                        "prime_sft": "only for older Prime-RL releases",
+                        "trl_sft": "only for templates that join arguments as text",
+                    }.get(c, "no"),
                 )
                 for c in f.configs
             ],
