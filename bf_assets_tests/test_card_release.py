@@ -28,7 +28,6 @@ from bf_assets.publish.bundle import Bundle, BundleOptions, bundle_reviews
 from bf_assets.publish.card import LICENSE_PATH, STRINGS_SNIPPET
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.splits import SplitSpec, assign_splits, resolve_spec
-from bf_assets.publish.targets import LocalFolderTarget
 from bf_assets.publish.verify import verify_bundle
 
 datasets = pytest.importorskip("datasets")
@@ -86,8 +85,8 @@ def split_release(
 ) -> tuple[Bundle, Path]:
     tmp = tmp_path_factory.mktemp("rel")
     b = bundle_reviews(cands(*trials), tmp / "staging", BundleOptions(repo_id="org/agents"))
-    out = tmp / "published"
-    LocalFolderTarget(out).publish(b.path, b.tag)
+    out = tmp / "published"  # a copy of the release folder, read as users read it
+    shutil.copytree(b.path, out)
     return b, out
 
 

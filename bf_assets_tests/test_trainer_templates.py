@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ from test_card_release import no_progress_threads  # noqa: F401 (autouse fixture
 from trialkit import healthy_spec, oracle_spec
 
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews
-from bf_assets.publish.targets import LocalFolderTarget
 
 datasets = pytest.importorskip("datasets")
 transformers = pytest.importorskip("transformers")
@@ -181,8 +181,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [t.review() for t in trials], tmp / "staging", BundleOptions(test_fraction=0.5)
     )
     assert b.rows["rollouts"] == 4 and set(b.split_rows["trl_sft"]) == {"train", "test"}, b.excluded
-    out = tmp / "published"
-    LocalFolderTarget(out).publish(b.path, b.tag)
+    out = tmp / "published"  # a copy of the release folder, read as users read it
+    shutil.copytree(b.path, out)
     return out
 
 

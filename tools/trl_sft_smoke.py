@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -53,12 +54,11 @@ NOT_APPLICABLE = (
 def build(out: Path) -> int:
     from bf_assets.batch.run import review_roots
     from bf_assets.publish.bundle import bundle_reviews
-    from bf_assets.publish.targets import LocalFolderTarget
 
     reviews = review_roots([SAMPLE_RUNS]).trials
     with tempfile.TemporaryDirectory() as staging:
         b = bundle_reviews(reviews, staging)
-        LocalFolderTarget(out).publish(b.path, b.tag)
+        shutil.copytree(b.path, out)  # the release folder, as published
     print(f"release {b.tag} in {out}: {b.split_rows}")
     return 0
 
