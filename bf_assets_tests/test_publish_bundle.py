@@ -56,6 +56,7 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
     got = set(files_of(b.path))
     assert got == {
         "README.md",
+        "LICENSE",  # license: other links a file the release ships
         MANIFEST_PATH,
         CHECKSUMS_PATH,
         "data/rollouts/train-00000-of-00001.parquet",
@@ -68,15 +69,17 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
     # the oracle lane is listed as excluded but is a probe, not held-out model data
     assert {e.reason for e in b.excluded} == {"oracle"}
     assert b.verdict == "publishable"
-    assert b.path.name == b.digest[:16] and b.tag == f"release-{b.digest[:12]}"
+    # the tag is in the card, so it comes from the digest of the release drafted without it
+    assert b.path.name == b.digest[:16] and b.tag.startswith("release-") and len(b.tag) == 20
     card = (b.path / "README.md").read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["configs"][0] == {
         "config_name": "rollouts",
         "default": True,
-        "data_files": [{"split": "train", "path": "data/rollouts/train-*.parquet"}],
+        "data_files": [{"split": "train", "path": ["data/rollouts/train-00000-of-00001.parquet"]}],
     }
-    assert "tags" in meta and meta["license"] == "other"
+    assert "tags" in meta and meta["license"] == "other" and meta["license_link"] == "LICENSE"
+    assert "revision=TAG" in card and f'TAG = "{b.tag}"' in card
     assert "demo-task__dddd4444" in card and "oracle" in card
     for section in (
         "## Dataset structure",
@@ -86,7 +89,10 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
     ):
         assert section in card
     manifest = json.loads((b.path / MANIFEST_PATH).read_text())
-    assert manifest["release_verdict"] == b.verdict
+    assert manifest["release_verdict"] == b.verdict and manifest["release_tag"] == b.tag
+    # one task: too few to hold one out, so one split, and the manifest says why
+    assert manifest["configs"]["rollouts"] == {"train": 1}
+    assert manifest["splits"]["names"] == ["train"] and "too few" in manifest["splits"]["note"]
     assert [e["reason"] for e in manifest["excluded"]] == ["oracle"]
     assert manifest["source_trials"][0]["rollout"] == "demo-task__aaaa1111"
     for f in manifest["files"]:
@@ -113,7 +119,9 @@ def test_identical_input_gives_byte_identical_files(
 def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) -> None:
 
     trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(5)]
-    opts = BundleOptions(configs=("rollouts",), row_group_rows=2, max_shard_bytes=1)
+    opts = BundleOptions(
+        configs=("rollouts",), row_group_rows=2, max_shard_bytes=1, test_fraction=0
+    )
     b = bundle_reviews(cands(*trials), tmp_path / "s", opts)
     shards = sorted(p for p in files_of(b.path) if p.startswith("data/"))
     # a shard closes after the row group that crosses its size bound: 2 + 2 + 1 rows
@@ -137,7 +145,10 @@ def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) ->
     assert trl.num_rows == 2 and len(trl[0]["completion"]) == 1
     shard = str(out / "data" / "prime_sft" / "train-00000-of-00001.parquet")
     prime = datasets.load_dataset("parquet", data_files=shard, split="train", cache_dir=cache)
-    assert json.loads(prime[0]["tools"])[0]["function"]["name"] == "terminal"
+    # JSON payloads come back as objects (the Arrow JSON type), read from the bare shard too
+    assert prime[0]["tools"][0]["function"]["name"] == "terminal"
+    call = prime[0]["messages"][2]["tool_calls"][0]["function"]
+    assert call["arguments"] == {"command": "echo hi > hello.txt"}
 
 
 def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: Path) -> None:

@@ -6,7 +6,6 @@ Never reaches the internet: the client is pointed at the test server through ``e
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -334,7 +333,7 @@ def test_load_dataset_from_the_server_by_tag(
         token=WRITE,
     )
     assert ds.num_rows == 1 and ds[0]["rollout"] == "demo-task__aaaa1111"
-    assert json.loads(ds[0]["tools"])[0]["function"]["name"] == "terminal"
+    assert ds[0]["tools"][0]["function"]["name"] == "terminal"  # JSON-typed: an object
 
 
 def test_release_job_publishes_to_the_hub_once(

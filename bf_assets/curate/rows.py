@@ -4,10 +4,16 @@ The row is streamed (:func:`bf_assets.ingest.rowstream.read_rows`): each traject
 is cleaned, normalised and serialized as it arrives, so a 140 MB one-line row never exists
 twice in memory as Python objects.  Raw provider bodies (``trajectory[].response``) are
 dropped; only ``response_meta {id, model, finish_reason, usage}`` is kept.
+
+Tool-call ``arguments`` are parsed before cleaning (so they are cleaned as values: banned
+keys, secret-named keys, strings) and published as one compact JSON text of the cleaned
+object, which the schema types as Arrow JSON (:mod:`bf_assets.curate.schema`); inside the
+``trajectory`` JSON they are embedded as objects.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -17,7 +23,7 @@ import orjson
 
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import Cleaner, CleanStats
-from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE
+from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
 from bf_assets.review.record import TrialReview
@@ -51,11 +57,53 @@ def content_text(content: Any) -> str:
     return orjson.dumps(content).decode()
 
 
-def _arguments(args: Any) -> str:
+def _parsed_arguments(args: Any) -> Any:
+    """A tool call's ``arguments`` string parsed, when it is a JSON object (else as is)."""
     if isinstance(args, str):
-        return args
-    if args is None:
+        try:
+            parsed = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return args
+        return parsed if isinstance(parsed, dict) else args
+    return args
+
+
+def _decoded_call(tc: Any) -> Any:
+    if not isinstance(tc, dict):
+        return tc
+    fn = tc.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+        return {**tc, "function": {**fn, "arguments": _parsed_arguments(fn["arguments"])}}
+    if fn is None and isinstance(tc.get("arguments"), str):  # the flat verifiers-v1 form
+        return {**tc, "arguments": _parsed_arguments(tc["arguments"])}
+    return tc
+
+
+def decode_arguments(msgs: Any) -> Any:
+    """Raw messages with each tool call's JSON-string ``arguments`` parsed (copies only
+    what changes), so cleaning sees the arguments as values, not as serialized text."""
+    if not isinstance(msgs, list):
+        return msgs
+    out = []
+    for m in msgs:
+        calls = m.get("tool_calls") if isinstance(m, dict) else None
+        if isinstance(calls, list) and calls:
+            m = {**m, "tool_calls": [_decoded_call(tc) for tc in calls]}
+        out.append(m)
+    return out
+
+
+def _arguments(args: Any) -> str:
+    """The published form of a tool call's arguments: compact JSON text of an object."""
+    if args is None or (isinstance(args, str) and not args.strip()):
         return "{}"
+    if isinstance(args, str):
+        try:
+            args = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            raise CurationError("a tool call's arguments are not valid JSON") from None
+    if not isinstance(args, dict):
+        raise CurationError("a tool call's arguments are not a JSON object")
     return orjson.dumps(args).decode()
 
 
@@ -126,12 +174,48 @@ def clean_step(step: Any, cleaner: Cleaner | None = None) -> dict[str, Any]:
     for k, v in step.items():
         if k == "response":
             out["response_meta"] = _response_meta(v)
+        elif k in ("prompt", "completion"):
+            out[k] = decode_arguments(v)
         else:
             out[k] = v
     out = (cleaner or Cleaner()).value(out)
     out["prompt"] = norm_messages(out.get("prompt"))
     out["completion"] = norm_messages(out.get("completion"))
     return out
+
+
+def _embedded(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages whose arguments (JSON text) serialize as the objects they are."""
+    out = []
+    for m in msgs:
+        if m.get("tool_calls"):
+            calls = [
+                {
+                    **tc,
+                    "function": {
+                        **tc["function"],
+                        "arguments": orjson.Fragment(tc["function"]["arguments"]),
+                    },
+                }
+                for tc in m["tool_calls"]
+            ]
+            m = {**m, "tool_calls": calls}
+        out.append(m)
+    return out
+
+
+def step_json(step: dict[str, Any]) -> bytes:
+    """One cleaned step as it goes into the ``trajectory`` JSON (arguments as objects)."""
+    return orjson.dumps(
+        {**step, "prompt": _embedded(step["prompt"]), "completion": _embedded(step["completion"])}
+    )
+
+
+def example_id(task_id: Any) -> int:
+    """verifiers ``example_id`` of a task: stable across splits and releases (48 bits, so
+    it is exact as a JavaScript number too)."""
+    digest = hashlib.sha256(str(task_id).encode("utf-8")).digest()
+    return int.from_bytes(digest[:6], "big")
 
 
 # --------------------------------------------------------------------------- numbers
@@ -192,7 +276,7 @@ def build_row(
     def take(i: int, raw: Any) -> None:
         nonlocal last, n_calls
         step = clean_step(raw, cleaner)
-        chunks.append(orjson.dumps(step))
+        chunks.append(step_json(step))
         n_calls += count_tool_calls(step["completion"])
         last = step
         if on_step is not None:
@@ -216,8 +300,8 @@ def build_row(
 
     body = cleaner.value(
         {
-            "prompt": top.get("prompt"),
-            "completion": top.get("completion"),
+            "prompt": decode_arguments(top.get("prompt")),
+            "completion": decode_arguments(top.get("completion")),
             "tools": top.get("tool_defs") or top.get("tools") or [],
             "metrics": top.get("metrics") if isinstance(top.get("metrics"), dict) else {},
             "stop_condition": top.get("stop_condition"),
@@ -263,6 +347,22 @@ def build_row(
         "timing": timing(body["timing"]),
         "training_ready": bool(info.get("training_ready")) and cand.training_ready,
         "stop_condition": body["stop_condition"],
+        "example_id": example_id(slot[0]),
+        "task": VERIFIERS_TASK,
+        "answer": "",  # the gold answer is banned from every row (checks.md)
+        "info": orjson.dumps(
+            {
+                "task_id": slot[0],
+                "task_digest": ident["task_digest"],
+                "source_ref": ident["source_ref"],
+                "harness": slot[1],
+                "model": slot[2],
+                "skill_mode": slot[3],
+                "sandbox": slot[4],
+                "trial_index": slot[5],
+                "rollout_id": cand.rollout_id,
+            }
+        ).decode(),
         "prompt": prompt,
         "completion": completion,
         "messages": messages,

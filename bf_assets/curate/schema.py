@@ -7,11 +7,15 @@ Conventions (``reference/trainer-formats.md`` §1, §5.4):
 
 * message lists are OpenAI chat messages ``{role, content, tool_calls, tool_call_id, name}``;
   ``content`` is always a string (text parts of a multi-part content are joined with a
-  newline; any other part list is kept as its JSON text); tool-call ``arguments`` are JSON
-  strings in ``rollouts`` and ``prime_sft`` and JSON objects (as JSON text, see ``trl_sft``)
-  nowhere else;
-* heterogeneous nested JSON (tool schemas, trajectory steps, metrics) is stored as a JSON
-  string, so Arrow never unifies it into sparse structs;
+  newline; any other part list is kept as its JSON text);
+* JSON payloads (tool-call ``arguments``, tool definitions, metrics, trajectory steps, the
+  verifiers ``info``) have the Arrow JSON type (``pa.json_()``, the ``arrow.json`` extension
+  type, stored as the Parquet JSON logical type): ``datasets`` reads them as its ``Json``
+  feature and hands out Python objects (``arguments`` is a dict), Arrow never unifies them
+  into sparse structs, and readers that do not know the type (pandas, plain Parquet) see the
+  JSON text.  In the Python rows of :mod:`bf_assets.curate.rows` (and in what
+  ``pyarrow`` ``to_pylist`` gives back) these values are that JSON text, one compact
+  serialization of the cleaned, parsed value;
 * nulls are allowed only where a column says so.
 """
 
@@ -21,9 +25,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: JSON payloads typed as Arrow JSON; verifiers fields in rollouts
 
-FUNCTION = pa.struct([pa.field("name", pa.string()), pa.field("arguments", pa.string())])
+JSON = pa.json_()  # the arrow.json extension type (storage: string)
+FUNCTION = pa.struct([pa.field("name", pa.string()), pa.field("arguments", JSON)])
 TOOL_CALL = pa.struct(
     [pa.field("id", pa.string()), pa.field("type", pa.string()), pa.field("function", FUNCTION)]
 )
@@ -66,11 +71,13 @@ class Column:
         return _TYPE_TEXT.get(self.kind, str(self.type))
 
 
+# How the card names each kind of column: plain text, rendered inside a code span (so never
+# a backtick in it).
 _TYPE_TEXT = {
     "messages": "list<message>",
-    "json_list": "string (JSON list)",
-    "json_object": "string (JSON object)",
-    "sha256": "string (`sha256:<64 hex>`)",
+    "json_list": "json (list)",
+    "json_object": "json (object)",
+    "sha256": "string (sha256:<64 hex>)",
     "token_usage": "struct<int64 …>",
     "timing": "struct<float64 …>",
     "string_list": "list<string>",
@@ -100,11 +107,13 @@ _ID = Column(
 _REWARD = Column("reward", pa.float64(), "float", "Verifier reward of the trial (0.0–1.0).")
 _TOOLS = Column(
     "tools",
-    pa.string(),
+    JSON,
     "json_list",
-    "Tool definitions offered to the model (OpenAI `{type: function, function: {...}}` "
-    "or flat verifiers form) as a JSON string.",
+    "Tool definitions offered to the model: a list of OpenAI `{type: function, function: "
+    "{name, description, parameters}}` objects (or the flat verifiers form).",
 )
+# What verifiers environments read of a dataset row (reference/trainer-formats.md §1.2).
+VERIFIERS_TASK = "skillsbench"
 
 ROLLOUTS: tuple[Column, ...] = (
     _ID,
@@ -119,9 +128,9 @@ ROLLOUTS: tuple[Column, ...] = (
     _REWARD,
     Column(
         "metrics",
-        pa.string(),
+        JSON,
         "json_object",
-        "The row's `metrics` object (tool calls, prompts, …) as a JSON string.",
+        "The row's `metrics` object (tool calls, prompts, …).",
     ),
     Column(
         "token_usage",
@@ -132,6 +141,33 @@ ROLLOUTS: tuple[Column, ...] = (
     Column("timing", TIMING, "timing", "Phase durations in seconds (null when not recorded)."),
     Column("training_ready", pa.bool_(), "true", "Always true: only ready rows are exported."),
     Column("stop_condition", pa.string(), "string", "Why the agent stopped (`agent_completed`)."),
+    Column(
+        "example_id",
+        pa.int64(),
+        "int",
+        "verifiers `example_id`: one integer per task (the first 6 bytes of sha256 over the "
+        "task id), the same in every split and release.",
+    ),
+    Column(
+        "task",
+        pa.string(),
+        "string",
+        f"verifiers `task` (the environment family): always `{VERIFIERS_TASK}`.",
+    ),
+    Column(
+        "answer",
+        pa.string(),
+        "string",
+        "verifiers `answer`: always empty. The gold answer is withheld (the review contract "
+        "bans gold and verifier data from every row); `reward` is the verifier's score.",
+    ),
+    Column(
+        "info",
+        JSON,
+        "json_object",
+        "verifiers `info`: `{task_id, task_digest, source_ref, harness, model, skill_mode, "
+        "sandbox, trial_index, rollout_id}`.",
+    ),
     Column("prompt", MESSAGES, "messages", "Prompt window: the last user turn of the last step."),
     Column(
         "completion",
@@ -148,11 +184,11 @@ ROLLOUTS: tuple[Column, ...] = (
     _TOOLS,
     Column(
         "trajectory",
-        pa.string(),
+        JSON,
         "json_list",
         "Every step `{prompt, completion, reward, advantage, is_truncated, trajectory_id, "
-        "extras, response_meta}` as a JSON string; raw provider bodies are dropped, only "
-        "`response_meta {id, model, finish_reason, usage}` is kept.",
+        "extras, response_meta}` (tool-call `arguments` as objects here too); raw provider "
+        "bodies are dropped, only `response_meta {id, model, finish_reason, usage}` is kept.",
     ),
     Column("n_steps", pa.int64(), "int", "Number of trajectory steps (LLM exchanges)."),
     Column("n_tool_calls", pa.int64(), "int", "Tool calls made by the agent."),
@@ -192,7 +228,7 @@ PRIME_SFT: tuple[Column, ...] = (
         "messages",
         MESSAGES,
         "messages",
-        "The whole conversation (Prime-RL SFT `messages`; tool-call arguments as JSON strings).",
+        "The whole conversation (Prime-RL SFT `messages`).",
     ),
     _TOOLS,
 )
@@ -220,11 +256,25 @@ CONFIGS: dict[str, tuple[Column, ...]] = {
 DEFAULT_CONFIG = "rollouts"
 CONFIG_DESCRIPTIONS = {
     "rollouts": "One row per exported trial: provenance, reward, usage, timing, the "
-    "conversation and every trajectory step (the canonical superset).",
-    "prime_sft": "Prime-RL / verifiers SFT projection: `messages` + `tools`, one row per trial.",
+    "conversation and every trajectory step (the canonical superset), with the fields "
+    "verifiers datasets carry (`example_id`, `prompt`, `completion`, `answer`, `info`, "
+    "`task`, `reward`).",
+    "prime_sft": "Prime-RL SFT projection: `messages` + `tools`, one row per trial.",
     "trl_sft": "TRL SFT projection in exchange mode: one row per LLM exchange, "
-    "`prompt` + one-message `completion` + `tools`. Tool-call `arguments` stay JSON strings "
-    "(decode them with `json.loads` if your chat template needs objects).",
+    "`prompt` + one-message `completion` + `tools`.",
+}
+# Per config: who reads it and whether that reader wants JSON strings instead of objects.
+CONFIG_CONSUMERS = {
+    "rollouts": "verifiers (`example_id`, `prompt`, `completion`, `answer`, `info`, `task`, "
+    "`reward`) and analysis. verifiers takes `info` as a dict (or JSON string). Its "
+    "`tool_defs` are the flat form: `tools` here is the OpenAI form Benchflow records.",
+    "prime_sft": "Prime-RL SFT (`messages` + `tools`). Current Prime-RL accepts tool-call "
+    "`arguments` and `tools` as objects or JSON strings; older releases call `json.loads` on "
+    "both and need strings (see below).",
+    "trl_sft": "TRL `SFTTrainer` (prompt-completion with `tools`). Chat templates take "
+    "`arguments` as a mapping, which is what `datasets` returns: use the rows as they are "
+    "(only a template that joins `arguments` as text, such as the original DeepSeek-V3 one, "
+    "needs strings; TRL ships a patched one for the dict form).",
 }
 
 
@@ -233,6 +283,25 @@ def arrow_schema(config: str) -> pa.Schema:
         [pa.field(c.name, c.type, nullable=c.nullable) for c in CONFIGS[config]],
         metadata={b"bf_assets.schema_version": str(SCHEMA_VERSION).encode()},
     )
+
+
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with every extension type (the JSON columns) replaced by its storage type:
+    what ``pa.Table.from_pylist`` can build from the rows' JSON text."""
+    if isinstance(t, pa.BaseExtensionType):
+        return storage_type(t.storage_type)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(storage_type(f.type)) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(storage_type(t.value_type)))
+    return t
+
+
+def storage_schema(config: str) -> pa.Schema:
+    """:func:`arrow_schema` with string storage in place of the JSON type (cast back with
+    ``table.cast(arrow_schema(config))``)."""
+    s = arrow_schema(config)
+    return pa.schema([f.with_type(storage_type(f.type)) for f in s], metadata=s.metadata)
 
 
 def column_names(config: str) -> list[str]:

@@ -13,6 +13,15 @@ Format (``/work/shared/plan-format.md``)::
         sandboxes: [...]
         trials: 2                      # optional, integer >= 1 (default 1)
         required: true                 # optional, boolean (default false)
+    splits:                            # optional: how the release is split (by task)
+      test_fraction: 0.2               # 0 <= x < 1; 0 = one split only (default 0.2)
+      seed: 0                          # optional integer (default 0)
+
+``splits`` (an addition of this project to the shared format) chooses the held-out test
+split of the published dataset: a task is in ``test`` when the sha256 of ``<seed>:<task
+id>`` (as a fraction of 2**64) is below ``test_fraction``, so a task keeps its split from
+release to release (``bf_assets.publish.splits``); ``splits: {test_fraction: 0}`` publishes
+one ``train`` split.  Options given to the bundle override the plan.
 
 Harness names and skill modes are normalised exactly as the review normalises trials.  A
 cell listed by several matrix entries keeps the largest ``trials`` and is required when any
@@ -30,10 +39,11 @@ from typing import Any
 
 from bf_assets.dataset.common import Cell, make_cell
 
-TOP_KEYS = ("name", "source", "min_coverage", "matrix")
+TOP_KEYS = ("name", "source", "min_coverage", "matrix", "splits")
 SOURCE_KEYS = ("repo", "resolved_sha")
 DIMENSIONS = ("tasks", "harnesses", "models", "skill_modes", "sandboxes")
 ENTRY_KEYS = (*DIMENSIONS, "trials", "required")
+SPLIT_KEYS = ("test_fraction", "seed")
 
 
 class PlanError(ValueError):
@@ -44,6 +54,14 @@ class PlanError(ValueError):
 class PlanSource:
     repo: str | None = None
     resolved_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSplits:
+    """The plan's ``splits`` key: ``None`` fields fall back to the defaults."""
+
+    test_fraction: float | None = None
+    seed: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +89,7 @@ class Plan:
     source: PlanSource | None = None
     min_coverage: float | None = None
     origin: str | None = None
+    splits: PlanSplits | None = None
     _cells: list[PlannedCell] | None = field(default=None, repr=False)
 
     def cells(self) -> list[PlannedCell]:
@@ -169,6 +188,25 @@ def _source(raw: Any, where: str) -> PlanSource | None:
     return PlanSource(repo=repo, resolved_sha=sha)
 
 
+def _splits(raw: Any, where: str) -> PlanSplits | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _fail(where, f"must be a mapping with {', '.join(SPLIT_KEYS)}")
+    _check_keys(raw, SPLIT_KEYS, where)
+    frac = raw.get("test_fraction")
+    if frac is not None:
+        if isinstance(frac, bool) or not isinstance(frac, int | float):
+            raise _fail(f"{where}.test_fraction", f"must be a number in [0, 1), got {frac!r}")
+        if not 0 <= frac < 1:
+            raise _fail(f"{where}.test_fraction", f"must be >= 0 and < 1, got {frac}")
+        frac = float(frac)
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise _fail(f"{where}.seed", f"must be an integer, got {seed!r}")
+    return PlanSplits(test_fraction=frac, seed=seed)
+
+
 def parse_plan(data: Any, origin: str = "plan") -> Plan:
     """Validate an already-parsed plan document."""
     if not isinstance(data, Mapping):
@@ -193,7 +231,15 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
     if not matrix:
         raise _fail(f"{origin}: matrix", "must not be empty")
     entries = tuple(_entry(e, f"{origin}: matrix[{i}]") for i, e in enumerate(matrix))
-    return Plan(name=name, matrix=entries, source=source, min_coverage=floor, origin=origin)
+    splits = _splits(data.get("splits"), f"{origin}: splits")
+    return Plan(
+        name=name,
+        matrix=entries,
+        source=source,
+        min_coverage=floor,
+        origin=origin,
+        splits=splits,
+    )
 
 
 def load_document(path: str | os.PathLike[str], error: type[ValueError]) -> Any:

@@ -10,6 +10,17 @@ built, or whose artifacts duplicate another exported trial's, goes back into the
 exported trials as the rows.  Then ``meta/checksums.sha256``, and the folder moves to
 ``<staging_root>/<release digest[:16]>``.  The folder is content-addressed: identical input
 gives an identical folder, so publishing it again changes nothing.
+
+Splits: every exported trial goes to the split of its task (``bf_assets.publish.splits``:
+``train`` / ``test`` by task hash, fraction and seed from the options, else the plan, else
+the defaults; a fraction of 0 gives one split), and so do its ``prime_sft`` and ``trl_sft``
+rows.
+
+The release tag is written into the card (the load snippet pins it), so it cannot be
+derived from a digest over the card itself: the bundle is first sealed with the card's tag
+left as a placeholder, the tag is ``<prefix><that draft digest[:12]>``, and the bundle is
+sealed again with the tag filled in (card and manifest).  Every byte but the tag string is
+in the draft, so equal tags still mean equal releases.
 """
 
 from __future__ import annotations
@@ -18,7 +29,7 @@ import hashlib
 import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +44,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.decide import CURATION_ERROR, DUPLICATE, Exclusion
 from bf_assets.dataset.reportfiles import REPORT_JSON, REPORT_MD, ReportContext, report_files
-from bf_assets.publish.card import CardFacts, render_card
+from bf_assets.publish.card import LICENSE_PATH, CardFacts, render_card, render_license
 from bf_assets.publish.manifest import (
     CHECKSUMS_PATH,
     MANIFEST_PATH,
@@ -43,7 +54,14 @@ from bf_assets.publish.manifest import (
     release_digest,
     source_record,
 )
-from bf_assets.publish.shards import MAX_SHARD_BYTES, ROW_GROUP_ROWS, ShardWriter, sha256_file
+from bf_assets.publish.shards import (
+    MAX_SHARD_BYTES,
+    ROW_GROUP_ROWS,
+    ShardFile,
+    ShardWriter,
+    sha256_file,
+)
+from bf_assets.publish.splits import SplitPlan, assign_splits, resolve_spec
 from bf_assets.review.record import TrialReview
 
 CARD_PATH = "README.md"
@@ -53,7 +71,11 @@ KEEP_STAGED = 5
 @dataclass(slots=True)
 class BundleOptions:
     configs: tuple[str, ...] = tuple(CONFIGS)
-    split: str = "train"
+    split: str = "train"  # the training split (the only one when nothing is held out)
+    test_split: str = "test"
+    # Held-out tasks: None takes the plan's ``splits.test_fraction`` (else 0.2); 0 = one split.
+    test_fraction: float | None = None
+    split_seed: int | None = None  # None takes the plan's ``splits.seed`` (else 0)
     pretty_name: str = "Benchflow agent trajectories (bf-assets)"
     license: str = "other"
     repo_id: str | None = None
@@ -74,6 +96,7 @@ class Bundle:
     rows: dict[str, int]
     exported: list[tuple[str, str, str]]  # (job, rollout, rollout_id)
     excluded: list[Exclusion]
+    split_rows: dict[str, dict[str, int]] = field(default_factory=dict)  # config -> split -> rows
     stats: CleanStats = field(default_factory=CleanStats)
     dataset: DatasetReview | None = None  # the final decision (after curation outcomes)
 
@@ -111,23 +134,29 @@ def _collector(into: list[bytes]) -> Callable[[int, dict[str, Any]], None]:
 
 
 def _write_rows(
-    tmp: Path, selected: list[Candidate], opts: BundleOptions, stats: CleanStats
+    tmp: Path,
+    selected: list[Candidate],
+    opts: BundleOptions,
+    stats: CleanStats,
+    splits: SplitPlan,
 ) -> tuple[
-    dict[str, list[Any]],
+    dict[str, dict[str, list[ShardFile]]],
     list[dict[str, Any]],
     list[dict[str, Any]],
     dict[TrialKey, tuple[str, str]],
 ]:
     writers = {
-        c: ShardWriter(
+        (c, split): ShardWriter(
             tmp,
             c,
-            opts.split,
+            split,
             row_group_rows=opts.row_group_rows,
             max_shard_bytes=opts.max_shard_bytes,
         )
         for c in opts.configs
+        for split in splits.names
     }
+    configs = set(opts.configs)
     sources: list[dict[str, Any]] = []
     card_rows: list[dict[str, Any]] = []
     failed: dict[TrialKey, tuple[str, str]] = {}
@@ -139,7 +168,7 @@ def _write_rows(
             failed[cand.key] = (DUPLICATE, f"same artifacts as {first.job}/{first.rollout}")
             continue
         steps: list[bytes] = []
-        sink = _collector(steps) if "trl_sft" in writers else None
+        sink = _collector(steps) if "trl_sft" in configs else None
         try:
             row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink)
         except (
@@ -153,19 +182,29 @@ def _write_rows(
             failed[cand.key] = (CURATION_ERROR, str(clean_value(str(exc)))[:300])
             continue
         seen[rid] = cand
-        if "rollouts" in writers:
-            writers["rollouts"].write(row)
-        if "prime_sft" in writers:
-            writers["prime_sft"].write(prime_sft_row(row))
-        if "trl_sft" in writers:
+        split = splits.split_of(cand.slot[0])
+        if "rollouts" in configs:
+            writers["rollouts", split].write(row)
+        if "prime_sft" in configs:
+            writers["prime_sft", split].write(prime_sft_row(row))
+        if "trl_sft" in configs:
             for r in trl_sft_rows(row, (orjson.loads(b) for b in steps)):
-                writers["trl_sft"].write(r)
+                writers["trl_sft", split].write(r)
         sources.append(source_record(cand, rid, row["results_sha256"]))
         card_rows.append(
             {k: row[k] for k in ("task_id", "harness", "model", "skill_mode", "outcome")}
         )
-    shards = {c: w.close() for c, w in writers.items()}
+    shards: dict[str, dict[str, list[ShardFile]]] = {c: {} for c in opts.configs}
+    for (c, split), w in writers.items():
+        shards[c][split] = w.close()
     return shards, sources, card_rows, failed
+
+
+def _year(sources: Sequence[dict[str, Any]]) -> str | None:
+    """Year of the newest exported trial's start (``YYYY…`` timestamps), for the citation."""
+    years = [str(s.get("started_at") or "")[:4] for s in sources]
+    years = [y for y in years if len(y) == 4 and y.isdigit()]
+    return max(years) if years else None
 
 
 def build_bundle(
@@ -194,21 +233,33 @@ def build_bundle(
             else:
                 selected.append(cand)
         stats = CleanStats()
-        shards, sources, card_rows, failed = _write_rows(tmp, selected, opts, stats)
+        spec = resolve_spec(
+            test_fraction=opts.test_fraction,
+            seed=opts.split_seed,
+            plan=dataset.plan,
+            train=opts.split,
+            test=opts.test_split,
+        )
+        splits = assign_splits((str(c.slot[0]) for c in selected), spec)
+        shards, sources, card_rows, failed = _write_rows(tmp, selected, opts, stats, splits)
         final = dataset.with_curation({**missing, **failed})
         excluded = final.decision.excluded
-        rows = {c: sum(s.rows for s in shards[c]) for c in opts.configs}
+        split_rows = {
+            c: {split: sum(s.rows for s in files) for split, files in per.items()}
+            for c, per in shards.items()
+        }
+        rows = {c: sum(per.values()) for c, per in split_rows.items()}
         verdict = worst_verdict(
             final.release_verdict,
             ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value if not_ingested else None,
         )
         reasons = reason_lines(final.assessment.decisive())
         jobs = sorted({d.job for d in final.decision.decisions})
+        split_doc = splits.to_dict()
         facts = CardFacts(
             pretty_name=opts.pretty_name,
             license=opts.license,
             verdict=verdict,
-            split=opts.split,
             configs=rows,
             rows=card_rows,
             excluded=excluded,
@@ -219,34 +270,56 @@ def build_bundle(
             not_ingested=list(not_ingested),
             dataset_reasons=reasons,
             decisions=[e.to_dict() for e in final.entries],
+            split_files={
+                c: {split: [f.path for f in files] for split, files in per.items()}
+                for c, per in shards.items()
+            },
+            split_rows=split_rows,
+            splits=split_doc,
+            license_file=LICENSE_PATH if opts.license == "other" else None,
+            year=_year(sources),
         )
-        (tmp / CARD_PATH).write_text(render_card(facts), encoding="utf-8")
         report_files(final, tmp, report or ReportContext(), clean=True)
-        files = [
+        content = [
             _file_record(tmp, s.path, config=s.config, split=s.split, rows=s.rows)
             for c in opts.configs
-            for s in shards[c]
+            for split in splits.names
+            for s in shards[c][split]
         ]
-        files += [_file_record(tmp, p) for p in (CARD_PATH, REPORT_MD, REPORT_JSON)]
-        manifest = build_manifest(
-            verdict=verdict,
-            files=files,
-            configs={c: {opts.split: n} for c, n in rows.items()},
-            sources=sources,
-            excluded=excluded,
-            stats=stats,
-            jobs=jobs,
-            plan_sha256=_plan_sha(opts.plan_path),
-            not_ingested=list(not_ingested),
-            dataset_verdict=final.release_verdict,
-            dataset_reasons=reasons,
-        )
-        (tmp / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
-        (tmp / MANIFEST_PATH).write_bytes(manifest)
-        files.append(_file_record(tmp, MANIFEST_PATH))
-        (tmp / CHECKSUMS_PATH).write_bytes(checksums_text((f.path, f.sha256) for f in files))
-        files.append(_file_record(tmp, CHECKSUMS_PATH))
-        digest = release_digest((f.path, f.sha256) for f in files)
+        if facts.license_file:
+            (tmp / facts.license_file).write_text(render_license(facts), encoding="utf-8")
+            content.append(_file_record(tmp, facts.license_file))
+        content += [_file_record(tmp, p) for p in (REPORT_MD, REPORT_JSON)]
+
+        def seal(card: CardFacts) -> tuple[list[FileRecord], str]:
+            """Card, manifest and checksums over ``content``; the release digest."""
+            (tmp / CARD_PATH).write_text(render_card(card), encoding="utf-8")
+            files = [*content, _file_record(tmp, CARD_PATH)]
+            manifest = build_manifest(
+                verdict=verdict,
+                files=files,
+                configs=split_rows,
+                sources=sources,
+                excluded=excluded,
+                stats=stats,
+                jobs=jobs,
+                plan_sha256=_plan_sha(opts.plan_path),
+                not_ingested=list(not_ingested),
+                dataset_verdict=final.release_verdict,
+                dataset_reasons=reasons,
+                splits=split_doc,
+                release_tag=card.tag,
+            )
+            (tmp / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / MANIFEST_PATH).write_bytes(manifest)
+            files.append(_file_record(tmp, MANIFEST_PATH))
+            (tmp / CHECKSUMS_PATH).write_bytes(checksums_text((f.path, f.sha256) for f in files))
+            files.append(_file_record(tmp, CHECKSUMS_PATH))
+            return files, release_digest((f.path, f.sha256) for f in files)
+
+        _, draft = seal(facts)
+        tag = f"{opts.tag_prefix}{draft[:12]}"
+        files, digest = seal(replace(facts, tag=tag))
         final_dir = root / digest[:16]
         if final_dir.exists():
             shutil.rmtree(final_dir)
@@ -259,9 +332,10 @@ def build_bundle(
         path=final_dir,
         files=files,
         digest=digest,
-        tag=f"{opts.tag_prefix}{digest[:12]}",
+        tag=tag,
         verdict=verdict,
         rows=rows,
+        split_rows=split_rows,
         exported=[(s["job"], s["rollout"], s["rollout_id"]) for s in sources],
         excluded=excluded,
         stats=stats,

@@ -1,12 +1,19 @@
 """The dataset card (``README.md``): YAML metadata, then what the data is and how it was made.
 
-Rendered only from release facts (counts, exclusions, cleaning stats, schema), never from
-wall-clock time, so an unchanged release renders byte-identically.  Values that come from
-trial data (task ids, model names, refs) are cleaned like the rows before they are written.
+Rendered only from release facts (counts, exclusions, cleaning stats, schema, splits, the
+release tag), never from wall-clock time, so an unchanged release renders byte-identically.
+Values that come from trial data (task ids, model names, refs) are cleaned like the rows
+before they are written.  Markup rules: a code span never holds a backtick (type names are
+plain text, ``schema._TYPE_TEXT``), table cells escape ``|``, and the YAML ``configs`` list
+every shard of every split by name.
+
+With ``license: other`` the bundle ships :func:`render_license` as ``LICENSE`` and the
+metadata links it (``license_link``); any other license id links nothing.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,12 +22,24 @@ from typing import Any
 import yaml
 
 from bf_assets.curate.clean import CleanStats, clean_value
-from bf_assets.curate.schema import CONFIG_DESCRIPTIONS, CONFIGS, DEFAULT_CONFIG, SCHEMA_VERSION
+from bf_assets.curate.schema import (
+    CONFIG_CONSUMERS,
+    CONFIG_DESCRIPTIONS,
+    CONFIGS,
+    DEFAULT_CONFIG,
+    SCHEMA_VERSION,
+    VERIFIERS_TASK,
+)
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
 
 TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsbench"]
+LICENSE_PATH = "LICENSE"
+LICENSE_NAME = "benchflow-trajectories"
+TAG_PLACEHOLDER = "<this release's tag>"  # in the draft the release digest is computed over
+JSON_COLUMNS = ("tools", "metrics", "trajectory", "info")
+MESSAGE_COLUMNS = ("prompt", "completion", "messages")
 
 
 @dataclass(slots=True)
@@ -28,9 +47,8 @@ class CardFacts:
     pretty_name: str
     license: str
     verdict: str
-    split: str
     configs: dict[str, int]  # rows per config
-    rows: Sequence[dict[str, Any]]  # selected trials: task_id, harness, model, skill_mode, outcome
+    rows: Sequence[dict[str, Any]]  # exported trials: task_id, harness, model, skill_mode, outcome
     excluded: Sequence[Exclusion]
     stats: CleanStats
     jobs: Sequence[str]
@@ -39,6 +57,20 @@ class CardFacts:
     not_ingested: Sequence[str] = field(default_factory=list)
     dataset_reasons: Sequence[str] = field(default_factory=list)
     decisions: Sequence[dict[str, Any]] = field(default_factory=list)  # quarantine entries
+    # config -> split -> shard paths / rows (splits in order, training split first)
+    split_files: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    split_rows: dict[str, dict[str, int]] = field(default_factory=dict)
+    splits: dict[str, Any] | None = None  # ``SplitPlan.to_dict()``
+    tag: str | None = None  # None while the draft the tag is derived from is rendered
+    license_file: str | None = None  # the bundle's license file, when it ships one
+    year: str | None = None  # year of the newest exported trial (for the citation)
+
+    @property
+    def split_names(self) -> list[str]:
+        names: list[str] = []
+        for per in self.split_files.values():
+            names += [s for s in per if s not in names]
+        return names or ["train"]
 
 
 def _size_category(n: int) -> str:
@@ -51,8 +83,9 @@ def _size_category(n: int) -> str:
 def _header(f: CardFacts) -> str:
     meta: dict[str, Any] = {"license": f.license}
     if f.license == "other":
-        meta["license_name"] = "benchflow-trajectories"
-        meta["license_link"] = "LICENSE"
+        meta["license_name"] = LICENSE_NAME
+        if f.license_file:
+            meta["license_link"] = f.license_file
     meta.update(
         {
             "pretty_name": f.pretty_name,
@@ -64,7 +97,10 @@ def _header(f: CardFacts) -> str:
                 {
                     "config_name": name,
                     **({"default": True} if name == DEFAULT_CONFIG else {}),
-                    "data_files": [{"split": f.split, "path": f"data/{name}/{f.split}-*.parquet"}],
+                    "data_files": [
+                        {"split": split, "path": list(paths)}
+                        for split, paths in f.split_files.get(name, {}).items()
+                    ],
                 }
                 for name in f.configs
             ],
@@ -73,8 +109,20 @@ def _header(f: CardFacts) -> str:
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
+def _text(v: Any) -> str:
+    """Markdown text: ``<`` outside code spans becomes ``&lt;`` (``<HOME>`` would otherwise be
+    taken for an HTML tag and vanish); code spans are left as they are."""
+    text = str(v)
+    if text.count("`") % 2:  # an unpaired backtick would open a span that never closes
+        text = text.replace("`", "'")
+    parts = text.split("`")
+    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+
+
 def _cell(v: Any) -> str:
-    return "–" if v is None or v == "" else str(v).replace("|", "\\|").replace("\n", " ")
+    if v is None or v == "":
+        return "–"
+    return _text(v).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -102,7 +150,6 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         pretty_name=clean_value(facts.pretty_name),
         license=clean_value(facts.license),
         verdict=facts.verdict,
-        split=facts.split,
         configs=dict(facts.configs),
         rows=clean_value([dict(r) for r in facts.rows]),
         excluded=excluded,
@@ -113,51 +160,283 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         not_ingested=clean_value(list(facts.not_ingested)),
         dataset_reasons=clean_value(list(facts.dataset_reasons)),
         decisions=clean_value([dict(d) for d in facts.decisions]),
+        split_files={c: dict(per) for c, per in facts.split_files.items()},
+        split_rows={c: dict(per) for c, per in facts.split_rows.items()},
+        splits=clean_value(facts.splits) if facts.splits is not None else None,
+        tag=facts.tag,
+        license_file=facts.license_file,
+        year=facts.year,
     )
+
+
+def _code(text: str) -> str:
+    """A code span; backticks inside would end it early, so they never go in."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def _load_section(f: CardFacts) -> str:
+    repo = f.repo_id or "<namespace>/<name>"
+    tag = f.tag or TAG_PLACEHOLDER
+    names = f.split_names
+    lines = [
+        "## Load it\n",
+        "Pin the release tag: the repository's `main` moves on with every release, a tag "
+        "never does.\n",
+        "```python",
+        "from datasets import load_dataset",
+        "",
+        f'REPO = "{repo}"',
+        f'TAG = "{tag}"  # this release',
+        "",
+    ]
+    for name in f.configs:
+        lines.append(f'{name} = load_dataset(REPO, "{name}", revision=TAG)  # {", ".join(names)}')
+    first = next(iter(f.configs), DEFAULT_CONFIG)
+    lines += [
+        f'train = load_dataset(REPO, "{first}", split="{names[0]}", revision=TAG)',
+        "```\n",
+        "A local copy of this folder loads the same way with its path in place of `REPO` "
+        "and no `revision`.\n\n",
+    ]
+    return "\n".join(lines)
+
+
+def _splits_section(f: CardFacts) -> str:
+    names = f.split_names
+    sp = f.splits or {}
+    rows = []
+    for name in names:
+        tasks = (sp.get("tasks") or {}).get(name, [])
+        rows.append(
+            (
+                name,
+                len(tasks),
+                *(f.split_rows.get(c, {}).get(name, 0) for c in f.configs),
+                ", ".join(tasks),
+            )
+        )
+    out = ["## Splits\n\n"]
+    if len(names) > 1:
+        out.append(
+            f"Split by task, never by trial: no task is in both `{names[0]}` and "
+            f"`{names[1]}`, and every config splits the same way. A task is held out when "
+            f"the sha256 of `<seed>:<task id>`, read as a fraction of 2^64, is below the test "
+            f"fraction ({sp.get('test_fraction')}, seed {sp.get('seed')}, from the "
+            f"{sp.get('source')}), so a task keeps its split from release to release. "
+            "Evaluate on the held-out tasks only.\n\n"
+        )
+    else:
+        out.append(
+            f"One split, `{names[0]}` (test fraction {sp.get('test_fraction')}, from the "
+            f"{sp.get('source')}). Nothing is held out: do not report evaluation results on "
+            "these tasks as held-out results.\n\n"
+        )
+    if sp.get("note"):
+        out.append(f"Note: {sp['note']}.\n\n")
+    out.append(_table(["split", "tasks", *f.configs, "task ids"], rows))
+    return "".join(out) + "\n"
+
+
+def _py_tuple(names: Sequence[str]) -> str:
+    return "(" + ", ".join(f'"{n}"' for n in names) + ")"
+
+
+STRINGS_SNIPPET = f'''from datasets import Value
+
+
+def with_json_strings(ds):
+    """Every JSON value of a split as JSON text (for readers that call json.loads)."""
+    features = ds.features.copy()
+    for name in {_py_tuple(JSON_COLUMNS)}:
+        if name in features:
+            features[name] = Value("string")
+    for name in {_py_tuple(MESSAGE_COLUMNS)}:
+        if name in features:
+            call = features[name].feature["tool_calls"].feature["function"]
+            call["arguments"] = Value("string")
+    return ds.cast(features)
+'''
+
+
+def _trainers_section(f: CardFacts) -> str:
+    out = [
+        "## Use with trainers\n\n",
+        "JSON payloads are typed, not strings: tool-call `arguments`, `tools`, `metrics`, "
+        "`trajectory` and `info` are Arrow JSON (the `arrow.json` extension type, Parquet "
+        "JSON logical type), and `datasets` returns them as Python objects, so "
+        '`row["completion"][0]["tool_calls"][0]["function"]["arguments"]` is a dict and '
+        "chat templates render it as an object (checked with datasets 5.2 and pyarrow 26). "
+        "Readers that do not know the type (pandas, plain Parquet readers) see the JSON "
+        "text.\n\n",
+    ]
+    out.append(
+        _table(
+            ["config", "for", "strings needed?"],
+            [
+                (
+                    c,
+                    CONFIG_CONSUMERS[c],
+                    {
+                        "prime_sft": "only for older Prime-RL releases",
+                        "trl_sft": "only for templates that join arguments as text",
+                    }.get(c, "no"),
+                )
+                for c in f.configs
+            ],
+        )
+    )
+    out.append(
+        "\nWhere a consumer needs JSON strings, cast the columns back (do not `json.dumps` "
+        "in a `map`: the column stays JSON-typed and decodes again):\n\n"
+        f"```python\n{STRINGS_SNIPPET}```\n\n"
+        "For SFT on demonstrations, filter on `reward` (or `outcome` in `rollouts`): "
+        "failed trials the review attributed to the model are exported too.\n\n"
+    )
+    return "".join(out)
+
+
+def _structure_section(f: CardFacts) -> str:
+    out = [f"## Dataset structure (schema version {SCHEMA_VERSION})\n\n"]
+    out.append(
+        "A message is `{role, content, tool_calls, tool_call_id, name}` (OpenAI chat) with "
+        '`content` a string; `tool_calls` items are `{id, type: "function", function: '
+        "{name, arguments}}` with `arguments` a JSON object. A type `json (…)` is the Arrow "
+        "JSON type.\n"
+    )
+    for name in f.configs:
+        out.append(f"\n### `{name}`\n\n")
+        out.append(
+            _table(
+                ["column", "type", "null", "description"],
+                [
+                    (
+                        _code(c.name),
+                        _code(c.type_text),
+                        "yes" if c.nullable else "no",
+                        c.description,
+                    )
+                    for c in CONFIGS[name]
+                ],
+            )
+        )
+    return "".join(out)
+
+
+def _uses_section() -> str:
+    return (
+        "## Intended use\n\n"
+        "- Supervised fine-tuning of tool-using agents on reviewed, healthy trajectories "
+        "(`trl_sft` for TRL, `prime_sft` for Prime-RL).\n"
+        "- RL and evaluation reuse of the prompts and outcomes (`rollouts`, with the fields "
+        f"verifiers datasets carry; `task` is `{VERIFIERS_TASK}`).\n"
+        "- Evaluation on the held-out tasks of the test split, and analysis of agent "
+        "behaviour across harnesses, models and skill modes.\n\n"
+        "## Out-of-scope use\n\n"
+        "- Reporting results on training-split tasks as held-out results, or these rewards "
+        "as official benchmark scores.\n"
+        "- Recovering gold answers, verifier sources or hidden tests: they are withheld "
+        "(`answer` is always empty), and the task's verifier is the only judge.\n"
+        "- Training models that compete with a model provider whose terms forbid it (see "
+        "Licensing).\n"
+        "- Identifying or profiling people who appear in task content.\n\n"
+    )
+
+
+def _limitations_section(f: CardFacts) -> str:
+    n_tasks = len({r.get("task_id") for r in f.rows})
+    n_models = len({r.get("model") for r in f.rows})
+    return (
+        "## Limitations and biases\n\n"
+        f"- Small and planned, not sampled: {n_tasks} task(s), {n_models} model(s), the "
+        "harnesses and skill modes of one experiment matrix (see Counts); nothing here "
+        "reflects how agents are used in the wild.\n"
+        "- A reward is one verifier's judgement: a passing trial can still hold wrong or "
+        "unsafe steps the verifier does not test, and a failing one useful ones.\n"
+        "- Private reasoning is removed, so assistant turns lack the reasoning that led to "
+        "them; raw provider bodies are dropped.\n"
+        "- Redaction is pattern-based (secrets, host paths); personal data in task content "
+        "is not detected.\n"
+        "- The held-out split is drawn by task hash, not balanced by difficulty or skill, "
+        "and is small when there are few tasks.\n\n"
+    )
+
+
+def _citation_section(f: CardFacts) -> str:
+    tag = f.tag or TAG_PLACEHOLDER
+    owner = (f.repo_id or "").split("/", 1)[0] or "bf-assets"
+    key = re.sub(r"[^A-Za-z0-9]+", "_", f"{owner}_{tag}").strip("_").lower()
+    where = f"Hugging Face Hub dataset {f.repo_id}, " if f.repo_id else ""
+    fields = [
+        ("title", f.pretty_name),
+        ("author", owner),
+        *([("year", f.year)] if f.year else []),
+        ("howpublished", f"{where}revision {tag}"),
+        ("note", f"Reviewed and curated with bf-assets {pipeline_version()}"),
+    ]
+    body = ",\n".join(f"  {k} = {{{_bib(v)}}}" for k, v in fields)
+    return (
+        "## Citation\n\n"
+        "Cite the release you used (its tag), and the task source and models as their own "
+        "terms ask.\n\n"
+        f"```bibtex\n@misc{{{key},\n{body}\n}}\n```\n"
+    )
+
+
+def _bib(v: str) -> str:
+    return str(v).replace("{", "(").replace("}", ")").replace("\\", "/")
+
+
+def render_license(facts: CardFacts) -> str:
+    """The bundle's ``LICENSE`` (for ``license: other``): the terms the card's Licensing
+    section states, as a file the ``license_link`` can point at."""
+    f = _cleaned(facts)
+    models = sorted({str(r.get("model")) for r in f.rows if r.get("model")})
+    refs = ", ".join(f.source_refs) or "none recorded"
+    lines = [
+        f"{f.pretty_name}: terms of use ({LICENSE_NAME})",
+        "",
+        "This dataset combines material under different terms; no single license covers it.",
+        "",
+        "1. Task content (instructions, files and tool outputs from the benchmark tasks)",
+        "   follows the license of the task source it came from. Task source refs of this",
+        f"   release: {refs}.",
+        "2. Model outputs (assistant turns and tool calls) are subject to the terms of the",
+        "   provider of each model, some of which restrict using outputs to train models",
+        "   that compete with theirs. Models in this release: "
+        + (", ".join(models) or "none")
+        + ".",
+        "3. The curation (selection, cleaning, schema, card, manifest and review report) is",
+        "   provided as is, without warranty of any kind.",
+        "",
+        "Check the terms that apply to your use before training on or redistributing it.",
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def render_card(facts: CardFacts) -> str:
     f = _cleaned(facts)
     n = f.configs.get(DEFAULT_CONFIG, 0)
-    load_target = f.repo_id or "path/to/this/folder"
     p = [_header(f), f"\n# {f.pretty_name}\n\n"]
     p.append(
         "Agent-benchmark trajectories from Benchflow / SkillsBench runs, reviewed trial by "
         "trial by bf-assets and curated for training. "
-        f"This release holds **{n}** rollouts.\n\n"
+        f"This release holds **{n}** rollouts" + (f" (tag `{f.tag}`)" if f.tag else "") + ".\n\n"
         f"Release verdict: **{f.verdict}**.\n\n"
     )
     if f.dataset_reasons:
-        p.append("Why: " + "; ".join(f.dataset_reasons) + ".\n\n")
-    p.append("## Load it\n\n```python\nfrom datasets import load_dataset\n\n")
-    p.extend(
-        f'{name} = load_dataset("{load_target}", "{name}", split="{f.split}")\n'
-        for name in f.configs
-    )
-    p.append("```\n\n## Configs\n\n")
+        p.append("Why: " + _text("; ".join(f.dataset_reasons)) + ".\n\n")
+    p.append(_load_section(f))
+    p.append("## Configs\n\n")
     p.append(
         _table(
             ["config", "rows", "what"],
             [(c, k, CONFIG_DESCRIPTIONS[c]) for c, k in f.configs.items()],
         )
     )
-    p.append(f"\n## Dataset structure (schema version {SCHEMA_VERSION})\n\n")
-    p.append(
-        "A message is `{role, content, tool_calls, tool_call_id, name}` (OpenAI chat); "
-        '`tool_calls` items are `{id, type: "function", function: {name, arguments}}` with '
-        "`arguments` a JSON string.\n"
-    )
-    for name in f.configs:
-        p.append(f"\n### `{name}`\n\n")
-        p.append(
-            _table(
-                ["column", "type", "null", "description"],
-                [
-                    (c.name, f"`{c.type_text}`", "yes" if c.nullable else "no", c.description)
-                    for c in CONFIGS[name]
-                ],
-            )
-        )
+    p.append("\n" + _splits_section(f))
+    p.append(_trainers_section(f))
+    p.append(_structure_section(f))
     p.append("\n## Counts\n\n")
     for key, title in (
         ("task_id", "task"),
@@ -167,10 +446,16 @@ def render_card(facts: CardFacts) -> str:
         ("outcome", "outcome"),
     ):
         p.append(f"By {title}:\n\n" + _table([title, "rollouts"], _counts(f.rows, key)) + "\n")
-    p.append("## How it was built\n\n")
+    p.append(_uses_section())
+    p.append("## How it was built and reviewed\n\n")
+    reviewed = len(f.rows) + len(f.excluded)
     p.append(
-        "- Every trial passed the hard trajectory gate and the audits of the review contract "
-        "(`checks.md`): healthy outcome (`pass` / `fail` attributed to the model), "
+        f"- {reviewed} trial(s) reviewed: {len(f.rows)} exported, {len(f.excluded)} "
+        f"excluded (each listed below with its reason); release verdict **{f.verdict}** "
+        "(`checks.md` §3).\n"
+        "- Every exported trial passed the hard trajectory gate and the audits of the review "
+        "contract (`checks.md`: skills, reward hacking, verifier isolation, attribution, "
+        "paths): healthy outcome (`pass` / `fail` attributed to the model), "
         "`training_ready`, verdict `publishable`.\n"
         "- One dataset review decides every trial: the newest healthy attempts of each cell of "
         "the experiment plan fill its slots (by start time, then rollout name); older attempts "
@@ -191,7 +476,7 @@ def render_card(facts: CardFacts) -> str:
     if f.not_ingested:
         p.append(
             "\nFound under the run roots but not reviewed (nothing of them is included): "
-            + ", ".join(f"`{j}`" for j in f.not_ingested)
+            + ", ".join(_code(j) for j in f.not_ingested)
             + "\n"
         )
     p.append(f"\n## Manual review decisions ({len(f.decisions)})\n\n")
@@ -211,7 +496,8 @@ def render_card(facts: CardFacts) -> str:
         "absolute host paths (home and temp directories, the benchmark root, file URIs, "
         "rollout and skills directories) are replaced with placeholders; banned keys (gold "
         "solutions, verifier sources, private reasoning, provider-specific fields) are removed; "
-        "raw provider response bodies are dropped. The published files are scanned again "
+        "raw provider response bodies are dropped. Tool-call arguments are parsed before "
+        "cleaning, so they are cleaned as values too. The published files are scanned again "
         "before release.\n\n"
     )
     st = f.stats.to_dict()
@@ -219,30 +505,37 @@ def render_card(facts: CardFacts) -> str:
         _table(
             ["what", "kind", "count"],
             [
-                (w, d["kind"], d["count"])
+                (w, _code(str(d["kind"])), d["count"])
                 for w in ("redactions", "host_paths", "banned_keys")
                 for d in st[w]
             ],
         )
     )
     p.append(
-        "\nNot covered: personal data such as names or e-mail addresses in task content is not detected.\n"
+        "\nNot covered: personal data such as names or e-mail addresses in task content is not detected.\n\n"
     )
-    p.append("\n## Residual risk\n\n" + "".join(f"- {r}\n" for r in RESIDUAL_RISK))
+    p.append(_limitations_section(f))
+    p.append("## Residual risk\n\n" + "".join(f"- {r}\n" for r in RESIDUAL_RISK))
     p.append("\n## Provenance\n\n")
     p.append(f"- Pipeline: bf-assets {pipeline_version()}\n")
-    p.append("- Jobs: " + (", ".join(f"`{j}`" for j in f.jobs) or "_none_") + "\n")
+    p.append("- Jobs: " + (", ".join(_code(j) for j in f.jobs) or "_none_") + "\n")
     p.append(
         "- Task source refs: "
-        + (", ".join(f"`{r}`" for r in f.source_refs) or "_none recorded_")
+        + (", ".join(_code(r) for r in f.source_refs) or "_none recorded_")
         + "\n"
     )
     p.append(
-        f"- Manifest with per-file sha256 and every source trial: `{MANIFEST_PATH}`; checksums: `{CHECKSUMS_PATH}`.\n"
+        f"- Manifest with per-file sha256, the splits and every source trial: `{MANIFEST_PATH}`; checksums: `{CHECKSUMS_PATH}`.\n"
     )
     p.append(
         "\n## Licensing\n\nTask content follows the task source's license. Model outputs are "
         "subject to each model provider's terms, some of which restrict training competing "
-        "models.\n"
+        "models."
+        + (
+            f" The terms are in [`{f.license_file}`]({f.license_file}).\n\n"
+            if f.license_file
+            else "\n\n"
+        )
     )
+    p.append(_citation_section(f))
     return "".join(p)

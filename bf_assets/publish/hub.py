@@ -41,6 +41,7 @@ from huggingface_hub.utils import validate_repo_id  # noqa: E402
 from bf_assets.publish.manifest import MANIFEST_PATH  # noqa: E402
 from bf_assets.publish.targets import (  # noqa: E402
     OWNED_DIRS,
+    OWNED_FILES,
     BundleFiles,
     PublishError,
     PublishResult,
@@ -199,7 +200,11 @@ class HubTarget:
             "list remote files",
             lambda: api.list_repo_files(self.repo_id, repo_type="dataset", revision=rev),
         )
-        diff += [f for f in listed if f.split("/", 1)[0] in OWNED_DIRS and f not in bundle.files]
+        diff += [
+            f
+            for f in listed
+            if (f.split("/", 1)[0] in OWNED_DIRS or f in OWNED_FILES) and f not in bundle.files
+        ]
         return diff
 
     def _commit(self, api: HfApi, bundle: BundleFiles, tag: str) -> tuple[str, bool, list[str]]:

@@ -15,7 +15,8 @@ writing leaves ``DIR`` untouched and raises :class:`PublishError` with the reaso
 publisher at a time: an exclusive lock on ``.DIR.lock`` beside the folder.
 
 Entries of the current release that the publisher does not own (anything but ``README.md``,
-``data/``, ``meta/`` and ``report/``) are carried over into the new release.  A ``DIR`` that
+``LICENSE``, ``data/``, ``meta/``, ``report/`` and whatever else the bundle holds) are
+carried over into the new release.  A ``DIR`` that
 is still a plain folder (an older layout) is swapped for the link atomically with
 ``renameat2(RENAME_EXCHANGE)`` where the kernel has it, and kept as the previous release.
 """
@@ -35,8 +36,8 @@ from pathlib import Path
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.publish.targets import (
-    CARD,
     OWNED_DIRS,
+    OWNED_FILES,
     BundleFiles,
     PublishError,
     PublishResult,
@@ -45,7 +46,7 @@ from bf_assets.publish.targets import (
 RELEASES_SUFFIX = ".releases"
 TMP_PREFIX = ".tmp-"
 KEEP_RELEASES = 2  # the current release and the one before it
-_OWNED_TOP = {CARD, *OWNED_DIRS}
+_OWNED_TOP = {*OWNED_FILES, *OWNED_DIRS}
 
 
 @contextmanager
@@ -194,8 +195,9 @@ class LocalFolderTarget:
             for rel in bundle.ordered():
                 _place(bundle.root / rel, tmp / rel)
             if cur is not None:
+                ours = _OWNED_TOP | {rel.split("/", 1)[0] for rel in bundle.files}
                 for entry in sorted(cur.iterdir()):
-                    if entry.name not in _OWNED_TOP and not entry.name.startswith("."):
+                    if entry.name not in ours and not entry.name.startswith("."):
                         _carry(entry, tmp / entry.name)
             for rel, (sha, _) in bundle.files.items():
                 if sha256_file(tmp / rel) != sha:

@@ -104,7 +104,13 @@ def build_manifest(
     not_ingested: Sequence[str] = (),
     dataset_verdict: str | None = None,
     dataset_reasons: Sequence[str] = (),
+    splits: dict[str, Any] | None = None,
+    release_tag: str | None = None,
 ) -> bytes:
+    """``configs`` is ``{config: {split: rows}}``; ``splits`` how the release was split
+    (``SplitPlan.to_dict()``: method, fraction, seed, where they came from, the tasks of each
+    split); ``release_tag`` the tag the release is published under (``None`` in the draft the
+    tag is derived from, see ``bf_assets.publish.bundle``)."""
     by_reason, by_check = exclusion_counts(excluded)
     doc = {
         "manifest_version": MANIFEST_VERSION,
@@ -117,7 +123,9 @@ def build_manifest(
         "release_verdict": verdict,
         "dataset_verdict": dataset_verdict,
         "dataset_reasons": list(dataset_reasons),
+        "release_tag": release_tag,
         "configs": configs,
+        "splits": splits,
         "files": [f.to_dict() for f in sorted(files, key=lambda f: f.path)],
         "jobs": sorted(jobs),
         "jobs_not_ingested": sorted(not_ingested),

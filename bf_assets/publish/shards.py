@@ -4,6 +4,10 @@ Identical rows in identical order give byte-identical files: the schema is fixed
 (``bf_assets.curate.schema``), the writer options are pinned, row groups and shard
 boundaries depend only on row counts and serialized row sizes, and nothing time-dependent
 is written (no pandas metadata, no timestamps).
+
+JSON columns (``schema.JSON``) arrive as JSON text: a batch is built on the string storage
+schema and cast to the published one, so the file carries the Parquet JSON logical type and
+(``store_schema``) the ``arrow.json`` extension type that ``datasets`` decodes.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bf_assets.curate.schema import arrow_schema
+from bf_assets.curate.schema import arrow_schema, storage_schema
 
 MiB = 1024 * 1024
 ROW_GROUP_ROWS = 64
@@ -67,6 +71,7 @@ class ShardWriter:
         self.config = config
         self.split = split
         self.schema = arrow_schema(config)
+        self.storage = storage_schema(config)
         self.row_group_rows = row_group_rows
         self.row_group_bytes = row_group_bytes
         self.max_shard_bytes = max_shard_bytes
@@ -101,7 +106,7 @@ class ShardWriter:
         if not self._buf:
             return
         writer = self._open()
-        table = pa.Table.from_pylist(self._buf, schema=self.schema)
+        table = pa.Table.from_pylist(self._buf, schema=self.storage).cast(self.schema)
         writer.write_table(table, row_group_size=len(self._buf))
         self._shard_bytes += self._buf_bytes
         self._shard_rows += len(self._buf)

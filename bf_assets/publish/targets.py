@@ -21,6 +21,7 @@ from bf_assets.publish.shards import sha256_file
 
 OWNED_DIRS = ("data", "meta", "report")  # the publisher owns these folders of a target entirely
 CARD = "README.md"
+OWNED_FILES = (CARD, "LICENSE")  # top-level files the publisher owns
 
 
 class PublishError(RuntimeError):

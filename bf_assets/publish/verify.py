@@ -8,6 +8,11 @@ decided to export: none more, and none fewer than the curation outcomes the mani
 (``duplicate``, ``curation error``), each row's artifacts unchanged since the review, and the
 manifest's release verdict the one that decision gives.  The blocking asset checks and ``published_dataset``
 both call it, so the gate holds even for a run that selects only the publish step.
+
+JSON-typed values (``schema.JSON``) come back from a shard as JSON text: ``scan_row`` parses
+the JSON columns itself; the tool-call ``arguments`` inside message lists are decoded here
+and scanned as values too (keys and every string), and one that is not a JSON object is a
+``PUBLISH_SCHEMA`` finding (``datasets`` could not decode it into the dict trainers need).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.decide import CURATION_REASONS
 from bf_assets.findings import Finding, finding
 from bf_assets.publish.bundle import worst_verdict
+from bf_assets.publish.card import LICENSE_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.review.record import TrialReview
@@ -145,7 +151,9 @@ def _scan_shard(
     for batch in pf.iter_batches(batch_size=SCAN_BATCH_ROWS):
         for row in batch.to_pylist():
             n += 1
-            report.extend(scan_row(row, config, where=f"{rel} row {n}", cache=cache))
+            where = f"{rel} row {n}"
+            report.extend(scan_row(row, config, where=where, cache=cache))
+            report.extend(_arguments_findings(row, config, where, cache))
             keys.append({k: row.get(k) for k in ("rollout_id", "job", "rollout")})
     if n != rec.get("rows"):
         report.add(
@@ -153,6 +161,37 @@ def _scan_shard(
         )
     report.rows[config] = report.rows.get(config, 0) + n
     return [{**k, "config": config, "file": rel} for k in keys]
+
+
+def _arguments_findings(
+    row: dict[str, Any], config: str, where: str, cache: TextCache
+) -> list[Finding]:
+    """Decode every tool call's ``arguments`` of the row's message columns and scan them."""
+    decoded: list[Any] = []
+    bad = 0
+    for col in (c.name for c in CONFIGS[config] if c.kind == "messages"):
+        for m in row.get(col) or []:
+            for tc in (m.get("tool_calls") if isinstance(m, dict) else None) or []:
+                fn = tc.get("function") if isinstance(tc, dict) else None
+                text = fn.get("arguments") if isinstance(fn, dict) else None
+                try:
+                    value = orjson.loads(text) if isinstance(text, str) else None
+                except orjson.JSONDecodeError:
+                    value = None
+                if isinstance(value, dict):
+                    decoded.append(value)
+                else:
+                    bad += 1
+    out = scan_value(decoded, f"{where} (tool-call arguments)", cache) if decoded else []
+    if bad:
+        out.append(
+            finding(
+                SCHEMA,
+                f"{where}: {bad} tool call(s) whose arguments are not a JSON object",
+                file=where,
+            )
+        )
+    return out
 
 
 def _curation_outcomes(manifest: dict[str, Any]) -> dict[TrialKey, tuple[str, str]]:
@@ -269,8 +308,10 @@ def verify_bundle(
     if manifest is None:
         return report
     shards = _check_files(bundle, manifest, report)
+    listed = {str(f.get("path")) for f in manifest["files"] if isinstance(f, dict)}
     texts = [
         "README.md",
+        *([LICENSE_PATH] if LICENSE_PATH in listed else []),
         CHECKSUMS_PATH,
         *sorted(
             str(f.get("path"))

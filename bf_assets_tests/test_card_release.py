@@ -1,0 +1,415 @@
+"""The published release as a user meets it: splits, typed JSON, verifiers fields, the card.
+
+Everything is read back the way users read it: ``datasets.load_dataset`` on the published
+folder, the card through a CommonMark renderer with tables (markdown-it, what the Hub's
+renderer follows) and ``huggingface_hub.DatasetCard``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from test_publish_bundle import cands, files_of
+from trialkit import Trial, healthy_spec, oracle_spec
+
+from bf_assets.contract import BANNED_MESSAGE_KEYS
+from bf_assets.curate.rows import example_id
+from bf_assets.curate.schema import CONFIGS, VERIFIERS_TASK
+from bf_assets.dataset.plan import PlanError, parse_plan
+from bf_assets.publish.bundle import Bundle, BundleOptions, bundle_reviews
+from bf_assets.publish.card import LICENSE_PATH, STRINGS_SNIPPET
+from bf_assets.publish.manifest import MANIFEST_PATH
+from bf_assets.publish.splits import SplitSpec, assign_splits, resolve_spec
+from bf_assets.publish.verify import verify_bundle
+
+datasets = pytest.importorskip("datasets")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_progress_threads() -> Any:
+    """No tqdm monitor thread while reading releases back: it outlives the test, and a
+    process with a second thread may not fork (``bf_assets.ingest.forked``)."""
+    import threading
+
+    from tqdm import tqdm
+
+    before = tqdm.monitor_interval
+    tqdm.monitor_interval = 0  # read by every tqdm subclass (datasets, huggingface_hub)
+    yield
+    tqdm.monitor_interval = before
+    for t in threading.enumerate():
+        if t.name == "tqdm_monitor" and hasattr(t, "exit"):
+            t.exit()
+
+
+TASKS = [f"task-{c}" for c in "abcdefgh"]
+ARGS_TASK = "task-args"  # a trial whose tool call has arguments that need cleaning
+ALL_TASKS = {*TASKS, ARGS_TASK}
+
+
+def _with_arguments(spec: Any, args: dict[str, Any]) -> Any:
+    text = json.dumps(args)
+    for ex in spec.llm:
+        for m in [
+            *ex["request"]["body"]["messages"],
+            ex["response"]["body"]["choices"][0]["message"],
+        ]:
+            for tc in m.get("tool_calls") or []:
+                tc["function"]["arguments"] = text
+    return spec.rebuild_steps().sync()
+
+
+@pytest.fixture(scope="module")
+def trials(tmp_path_factory: pytest.TempPathFactory) -> list[Trial]:
+    root = tmp_path_factory.mktemp("runs") / "jobs"
+    root.mkdir()
+    out = [healthy_spec(task=t, rollout_id=f"{i:04d}aaaa").write(root) for i, t in enumerate(TASKS)]
+    secret_args = {"command": "echo hi > hello.txt", "env": {"api_key": "plaintext-value-123"}}
+    other = healthy_spec(task=ARGS_TASK, rollout_id="0000bbbb")
+    out.append(_with_arguments(other, secret_args).write(root))
+    out.append(oracle_spec().write(root))
+    return out
+
+
+@pytest.fixture(scope="module")
+def split_release(
+    trials: list[Trial], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Bundle, Path]:
+    tmp = tmp_path_factory.mktemp("rel")
+    b = bundle_reviews(cands(*trials), tmp / "staging", BundleOptions(repo_id="org/agents"))
+    out = tmp / "published"  # a copy of the release folder, read as users read it
+    shutil.copytree(b.path, out)
+    return b, out
+
+
+def _load(out: Path, config: str, **kw: Any) -> Any:
+    return datasets.load_dataset(str(out), config, cache_dir=str(out.parent / "hf-cache"), **kw)
+
+
+# ------------------------------------------------------------------ splits
+
+
+def test_every_config_splits_by_task_and_no_task_is_in_both(
+    split_release: tuple[Bundle, Path],
+) -> None:
+    b, out = split_release
+    manifest = json.loads((out / MANIFEST_PATH).read_text())
+    sp = manifest["splits"]
+    assert sp["names"] == ["train", "test"] and sp["source"] == "default"
+    assert (sp["test_fraction"], sp["seed"], sp["method"]) == (0.2, 0, "task_hash")
+    assert set(sp["tasks"]["train"]) | set(sp["tasks"]["test"]) == ALL_TASKS
+    for config in CONFIGS:
+        dd = _load(out, config)
+        assert sorted(dd) == ["test", "train"]
+        by_split = {s: set(dd[s]["task_id"]) for s in dd}
+        assert not by_split["train"] & by_split["test"]
+        assert by_split == {s: set(sp["tasks"][s]) for s in ("train", "test")}
+        assert {s: dd[s].num_rows for s in dd} == manifest["configs"][config]
+    # the trl_sft rows of a trial are in its rollouts row's split
+    rollouts = _load(out, "rollouts")
+    trl = _load(out, "trl_sft")
+    for s in ("train", "test"):
+        assert set(trl[s]["rollout_id"]) == set(rollouts[s]["rollout_id"])
+
+
+def test_the_card_lists_each_splits_files(split_release: tuple[Bundle, Path]) -> None:
+    b, out = split_release
+    meta = yaml.safe_load((out / "README.md").read_text().split("---\n")[1])
+    on_disk = sorted(p for p in files_of(out) if p.startswith("data/"))
+    listed = []
+    for cfg in meta["configs"]:
+        splits = [d["split"] for d in cfg["data_files"]]
+        assert splits == ["train", "test"]
+        for d in cfg["data_files"]:
+            for path in d["path"]:
+                assert path.startswith(f"data/{cfg['config_name']}/{d['split']}-")
+                listed.append(path)
+    assert sorted(listed) == on_disk
+
+
+def test_split_of_a_task_does_not_depend_on_the_other_tasks() -> None:
+    spec = SplitSpec(test_fraction=0.3, seed=5, source="options")
+    small = assign_splits([f"t{i}" for i in range(40)], spec)
+    large = assign_splits([f"t{i}" for i in range(400)], spec)
+    assert small.note is None and large.note is None
+    assert all(large.split_of(t) == s for t, s in small.assignment.items())
+    assert 0.15 < len(large.tasks("test")) / 400 < 0.45
+    assert assign_splits([f"t{i}" for i in range(40)], spec).assignment == small.assignment
+    other_seed = assign_splits([f"t{i}" for i in range(40)], SplitSpec(0.3, 6, "options"))
+    assert other_seed.assignment != small.assignment
+
+
+def test_tiny_releases_still_hold_one_task_out_or_get_one_split() -> None:
+    spec = SplitSpec(test_fraction=0.01, seed=0, source="default")
+    two = assign_splits(["a", "b"], spec)
+    assert two.names == ["train", "test"] and len(two.tasks("test")) == 1 and two.note
+    assert assign_splits(["a"], spec).names == ["train"]
+    assert assign_splits(["a", "b"], SplitSpec(0.0, 0, "options")).names == ["train"]
+    every = assign_splits(["a", "b", "c"], SplitSpec(0.999999, 0, "options"))
+    assert len(every.tasks("train")) == 1 and len(every.tasks("test")) == 2
+
+
+def test_fraction_and_seed_from_the_plan_and_options_override_it(tmp_path: Path) -> None:
+    doc = {
+        "name": "p",
+        "matrix": [
+            {
+                "tasks": ["t"],
+                "harnesses": ["codex-acp"],
+                "models": ["m"],
+                "skill_modes": ["no-skill"],
+                "sandboxes": ["docker"],
+            }
+        ],
+        "splits": {"test_fraction": 0.5, "seed": 3},
+    }
+    plan = parse_plan(doc)
+    assert resolve_spec(test_fraction=None, seed=None, plan=plan) == SplitSpec(0.5, 3, "plan")
+    assert resolve_spec(test_fraction=0, seed=None, plan=plan) == SplitSpec(0.0, 3, "options")
+    assert resolve_spec(test_fraction=None, seed=None, plan=None) == SplitSpec(0.2, 0, "default")
+    for bad, msg in (
+        ({"test_fraction": 1}, "must be >= 0 and < 1"),
+        ({"test_fraction": "x"}, "must be a number"),
+        ({"seed": 1.5}, "must be an integer"),
+        ({"fraction": 0.1}, "unknown key"),
+    ):
+        with pytest.raises(PlanError, match=msg):
+            parse_plan({**doc, "splits": bad})
+
+
+def test_one_split_on_request(trials: list[Trial], tmp_path: Path) -> None:
+    b = bundle_reviews(cands(*trials), tmp_path / "s", BundleOptions(test_fraction=0))
+    assert set(b.split_rows["rollouts"]) == {"train"}
+    assert not [p for p in files_of(b.path) if "/test-" in p]
+    card = (b.path / "README.md").read_text()
+    assert "One split, `train`" in card and "Nothing is held out" in card
+    assert verify_bundle(b.path).ok
+
+
+def test_same_input_same_bytes_with_splits(trials: list[Trial], tmp_path: Path) -> None:
+    one = bundle_reviews(cands(*trials), tmp_path / "a")
+    two = bundle_reviews(list(reversed(cands(*trials))), tmp_path / "b")
+    assert one.tag == two.tag and files_of(one.path) == files_of(two.path)
+    reseeded = bundle_reviews(cands(*trials), tmp_path / "c", BundleOptions(split_seed=11))
+    assert reseeded.tag != one.tag
+
+
+# ------------------------------------------------------------------ typed JSON, verifiers
+
+
+def test_json_payloads_load_as_objects(split_release: tuple[Bundle, Path]) -> None:
+    _, out = split_release
+    row = next(r for r in _load(out, "rollouts", split="train") if r["n_tool_calls"])
+    call = next(m for m in row["messages"] if m["tool_calls"])["tool_calls"][0]
+    assert isinstance(call["function"]["arguments"], dict)
+    assert isinstance(row["tools"], list) and isinstance(row["metrics"], dict)
+    step_call = next(
+        m["tool_calls"][0] for s in row["trajectory"] for m in s["completion"] if m["tool_calls"]
+    )
+    assert isinstance(step_call["function"]["arguments"], dict)  # inside the trajectory too
+    # plain Parquet readers see the JSON text (the Parquet JSON logical type)
+    shard = next(p for p in files_of(out) if p.startswith("data/trl_sft/train-"))
+    t = pq.read_table(out / shard)
+    assert str(t.schema.field("tools").type) == "extension<arrow.json>"
+    assert isinstance(t.column("tools").to_pylist()[0], str)
+
+
+def test_arguments_are_cleaned_as_values(split_release: tuple[Bundle, Path]) -> None:
+    _, out = split_release
+    text = "".join(p.read_text(errors="replace") for p in out.rglob("*.md"))
+    rows = [r for s in ("train", "test") for r in _load(out, "prime_sft", split=s)]
+    calls = [
+        tc["function"]["arguments"]
+        for r in rows
+        for m in r["messages"]
+        for tc in m["tool_calls"] or []
+    ]
+    masked = [a for a in calls if "env" in a]
+    assert masked and all(a["env"]["api_key"] != "plaintext-value-123" for a in masked)
+    assert "plaintext-value-123" not in text
+
+
+def test_the_strings_snippet_of_the_card_gives_json_text(
+    split_release: tuple[Bundle, Path],
+) -> None:
+    _, out = split_release
+    card = (out / "README.md").read_text()
+    assert STRINGS_SNIPPET in card
+    scope: dict[str, Any] = {}
+    exec(STRINGS_SNIPPET, scope)  # the code users copy from the card
+    for config in ("prime_sft", "trl_sft", "rollouts"):
+        ds = scope["with_json_strings"](_load(out, config, split="train"))
+        row = next(r for r in ds if any(m["tool_calls"] for m in r.get("messages") or r["prompt"]))
+        msgs = row.get("messages") or row["prompt"]
+        args = next(m for m in msgs if m["tool_calls"])["tool_calls"][0]["function"]["arguments"]
+        assert isinstance(args, str) and isinstance(json.loads(args), dict)
+        assert isinstance(row["tools"], str) and isinstance(json.loads(row["tools"]), list)
+
+
+def test_rollouts_carry_the_verifiers_fields_without_the_gold_answer(
+    split_release: tuple[Bundle, Path],
+) -> None:
+    _, out = split_release
+    rows = [r for s in ("train", "test") for r in _load(out, "rollouts", split=s)]
+    by_task: dict[str, set[int]] = {}
+    for r in rows:
+        assert isinstance(r["example_id"], int) and r["example_id"] == example_id(r["task_id"])
+        by_task.setdefault(r["task_id"], set()).add(r["example_id"])
+        assert r["task"] == VERIFIERS_TASK and r["answer"] == ""
+        assert isinstance(r["info"], dict)
+        assert r["info"]["task_id"] == r["task_id"] and r["info"]["rollout_id"] == r["rollout_id"]
+        assert isinstance(r["prompt"], list) and isinstance(r["completion"], list)
+        assert isinstance(r["reward"], float)
+        assert not BANNED_MESSAGE_KEYS & set(r["info"])
+    assert all(len(ids) == 1 for ids in by_task.values())
+    assert len({i for ids in by_task.values() for i in ids}) == len(by_task)
+    assert set(by_task) == ALL_TASKS and max(by_task[TASKS[0]]) < 2**53
+
+
+def _rewrite_shard(path: Path, change: Any) -> None:
+    pf = pq.ParquetFile(path)
+    table = pf.read()
+    rows = change(table.to_pylist())
+    import pyarrow as pa
+
+    from bf_assets.curate.schema import storage_schema
+
+    config = path.parent.name
+    new = pa.Table.from_pylist(rows, schema=storage_schema(config)).cast(table.schema)
+    pq.write_table(new, path, store_schema=True)
+
+
+def test_verify_decodes_arguments(split_release: tuple[Bundle, Path], tmp_path: Path) -> None:
+    b, _ = split_release
+    for arguments, check in (
+        ('{"gold_solution": "42"}', "PUBLISH_BANNED_KEY"),
+        ('{"password": "hunter2-hunter2"}', "PUBLISH_SECRET"),
+        ("[1, 2]", "PUBLISH_SCHEMA"),
+    ):
+        bad = tmp_path / check
+        shutil.copytree(b.path, bad)
+        shard = next(p for p in sorted((bad / "data" / "trl_sft").glob("*.parquet")))
+
+        def change(rows: list[dict[str, Any]], a: str = arguments) -> list[dict[str, Any]]:
+            rows = copy.deepcopy(rows)
+            row = next(r for r in rows if r["completion"][0]["tool_calls"])
+            row["completion"][0]["tool_calls"][0]["function"]["arguments"] = a
+            return rows
+
+        _rewrite_shard(shard, change)
+        report = verify_bundle(bad)
+        assert not report.passed(check), (check, report.summary())
+        assert any(
+            "tool-call arguments" in f.message or "JSON object" in f.message
+            for f in report.findings[check]
+        )
+
+
+# ------------------------------------------------------------------ the card
+
+
+def _markdown(text: str) -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).enable("table")
+
+
+def _body(card: str) -> str:
+    return card.split("---\n", 2)[2]
+
+
+@pytest.fixture(scope="module")
+def leaky_card(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The card of a release whose cleaning stats name placeholders such as ``<HOME>``."""
+    from test_curate_rows import leaky_trial
+
+    root = tmp_path_factory.mktemp("leaky") / "jobs"
+    root.mkdir()
+    b = bundle_reviews(cands(leaky_trial(root)), tmp_path_factory.mktemp("leaky-staging"))
+    return (b.path / "README.md").read_text()
+
+
+@pytest.mark.parametrize("which", ["split", "leaky"])
+def test_the_card_renders_without_broken_markup(
+    which: str, split_release: tuple[Bundle, Path], leaky_card: str
+) -> None:
+    card = (split_release[1] / "README.md").read_text() if which == "split" else leaky_card
+    body = _body(card)
+    md = _markdown(body)
+    tokens = md.parse(body)
+    assert not [t for t in tokens if t.type == "html_block"]
+    inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
+    assert not [c.content for c in inline if c.type == "html_inline"]  # e.g. a bare <HOME>
+    stray = [c.content for c in inline if c.type == "text" and "`" in c.content]
+    assert not stray, stray  # a backtick left as text: a code span that did not close
+    # every table row has as many cells as its header
+    rows: list[int] = []
+    for t in tokens:
+        if t.type in ("tr_open",):
+            rows.append(0)
+        elif t.type in ("th_open", "td_open"):
+            rows[-1] += 1
+        elif t.type == "table_close":
+            assert len(set(rows)) == 1, rows
+            rows = []
+    html = md.render(body)
+    assert "<code>string (sha256:&lt;64 hex&gt;)</code>" in html
+    if which == "leaky":  # a placeholder is shown, not swallowed as an HTML tag
+        assert "<td><code>&lt;HOME&gt;</code></td>" in html
+    for heading in (
+        "Load it",
+        "Splits",
+        "Use with trainers",
+        "Dataset structure (schema version 2)",
+        "Intended use",
+        "Out-of-scope use",
+        "How it was built and reviewed",
+        "Limitations and biases",
+        "Residual risk",
+        "Licensing",
+        "Citation",
+    ):
+        assert f"<h2>{heading}</h2>" in html, heading
+
+
+def test_the_card_metadata_license_and_pinned_load_snippet(
+    split_release: tuple[Bundle, Path],
+) -> None:
+    from huggingface_hub import DatasetCard
+
+    b, out = split_release
+    card = (out / "README.md").read_text()
+    data = DatasetCard(card).data.to_dict()
+    assert data["license"] == "other" and data["license_link"] == LICENSE_PATH
+    assert (out / LICENSE_PATH).is_file()
+    manifest = json.loads((out / MANIFEST_PATH).read_text())
+    assert LICENSE_PATH in {f["path"] for f in manifest["files"]}
+    assert manifest["release_tag"] == b.tag
+    assert 'REPO = "org/agents"' in card and f'TAG = "{b.tag}"' in card
+    loads = re.findall(r"load_dataset\(REPO, \"(\w+)\"[^)]*revision=TAG\)", card)
+    assert sorted(set(loads)) == sorted(CONFIGS)
+    bib = re.search(r"```bibtex\n(@misc\{[^`]+)```", card)
+    assert bib and b.tag in bib.group(1) and "org/agents" in bib.group(1)
+
+
+def test_another_license_links_nothing(trials: list[Trial], tmp_path: Path) -> None:
+    b = bundle_reviews(cands(*trials), tmp_path / "s", BundleOptions(license="cc-by-4.0"))
+    meta = yaml.safe_load((b.path / "README.md").read_text().split("---\n")[1])
+    assert meta["license"] == "cc-by-4.0" and "license_link" not in meta
+    assert not (b.path / LICENSE_PATH).exists()
+
+
+def test_the_tag_follows_every_byte_but_itself(trials: list[Trial], tmp_path: Path) -> None:
+    one = bundle_reviews(cands(*trials), tmp_path / "a")
+    renamed = bundle_reviews(cands(*trials), tmp_path / "b", BundleOptions(pretty_name="Other"))
+    assert one.tag != renamed.tag and one.digest != renamed.digest
+    card = (one.path / "README.md").read_text()
+    assert card.count(one.tag) >= 3  # summary, load snippet, citation
