@@ -93,3 +93,13 @@ def test_the_project_instance_file_is_the_shipped_default() -> None:
     from bf_assets.defaults import default_file
 
     assert (REPO / "dagster.yaml").read_bytes() == default_file("dagster.yaml")
+
+
+def test_the_schema_document_is_the_published_schema() -> None:
+    """``docs/dataset.md`` is what ``schema_markdown`` renders for every config."""
+    from bf_assets.curate.schema import CONFIGS
+    from bf_assets.publish.card import schema_markdown
+
+    doc = (REPO / "docs" / "dataset.md").read_text(encoding="utf-8")
+    header, body = doc.split("\n\n# The published dataset's schema\n\n", 1)
+    assert header.startswith("<!-- Generated") and body == schema_markdown(CONFIGS)

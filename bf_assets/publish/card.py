@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -296,6 +296,12 @@ def _trainers_section(f: CardFacts) -> str:
 
 
 def _structure_section(f: CardFacts) -> str:
+    return schema_markdown(f.configs)
+
+
+def schema_markdown(configs: Iterable[str]) -> str:
+    """The published schema of ``configs`` as Markdown (the card's "Dataset structure";
+    ``docs/dataset.md`` holds it for every config)."""
     out = [f"## Dataset structure (schema version {SCHEMA_VERSION})\n\n"]
     out.append(
         "A message is `{role, content, tool_calls, tool_call_id, name}` (OpenAI chat) with "
@@ -303,7 +309,7 @@ def _structure_section(f: CardFacts) -> str:
         "{name, arguments}}` with `arguments` a JSON object. A type `json (…)` is the Arrow "
         "JSON type.\n"
     )
-    for name in f.configs:
+    for name in configs:
         out.append(f"\n### `{name}`\n\n")
         out.append(
             _table(
