@@ -512,7 +512,7 @@ def render_card(facts: CardFacts) -> str:
             ["what", "kind", "count"],
             [
                 (w, _code(str(d["kind"])), d["count"])
-                for w in ("redactions", "host_paths", "banned_keys")
+                for w in ("redactions", "host_paths", "banned_keys", "reasoning")
                 for d in st[w]
             ],
         )
