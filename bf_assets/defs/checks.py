@@ -24,8 +24,9 @@ from bf_assets.publish.verify import VERDICT_CHECK, GateReport
 
 CHECKED_ASSET = "curated_rollouts"
 DESCRIPTIONS = {cid: CHECKS[cid].summary for cid in PUBLISH_CHECKS} | {
-    VERDICT_CHECK: "the release verdict (checks.md §3) is not `not_publishable`: there are rows "
-    "to export and every publish check passed"
+    VERDICT_CHECK: "the release verdict (checks.md §3) is publishable or "
+    "publishable_with_quarantines: there are rows to export, every required slot has a "
+    "healthy trial, coverage meets the plan's floor and every publish check passed"
 }
 GATE_CHECK_NAMES = (*PUBLISH_CHECKS, VERDICT_CHECK)
 

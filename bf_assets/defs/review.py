@@ -94,7 +94,8 @@ def _out(description: str, io_manager_key: str = PARQUET_IO) -> dg.AssetOut:
             "The dataset review: per-trial verdicts after coverage and manual quarantine, the "
             "export decision (exported, or excluded with its reason) and the release verdict; "
             "the report (Blockers, Coverage, Evidence, Residual risk, verdict) as Markdown in the "
-            "metadata and in <warehouse>/<run roots>/report/review.md.",
+            "metadata and as report/review.md in the run roots' folder of the warehouse (linking "
+            "the trial pages).",
             DATASET_IO,
         ),
     },
