@@ -16,10 +16,12 @@ an ingest or publish step failed).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,6 +172,7 @@ def run_release(
     with (
         _waiting_lock(out.parent / f".{out.name}.release.lock", f"into {out}"),
         _waiting_lock(_warehouse_lock(roots), "over the same run roots"),
+        _waiting_lock(_hub_lock(hub_repo), f"to {hub_repo}") if hub_repo else nullcontext(),
     ):
         # The trials are read and reviewed in worker processes while Dagster starts; the
         # ingest run collects that batch when its trials and options are the same.
@@ -198,6 +201,12 @@ def check_targets(out: Path, hub_repo: str | None) -> None:
         from bf_assets.publish.hub import HubTarget
 
         HubTarget(hub_repo).check()
+
+
+def _hub_lock(repo_id: str) -> Path:
+    """One machine-wide lock per Hub repo: two releases never commit to one repo at once."""
+    digest = hashlib.sha256(repo_id.strip().lower().encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"bf-assets-hub-{digest}.lock"
 
 
 def _warehouse_lock(roots: Sequence[str]) -> Path:
