@@ -237,3 +237,25 @@ def test_rows_serialise() -> None:
     cov = compute_coverage([R()], plan_of())
     d = cov.rows[0].to_dict()
     assert d["state"] == "healthy" and d["trial_index"] == 1 and d["required"] is True
+
+
+def test_superseded_says_what_really_holds_the_slot() -> None:
+    """COVERAGE_DUPLICATE never claims a healthy attempt where none is."""
+    broken_old = make_review(
+        "t1", rollout="t1__a", started_at="2026-06-01T10:00:00", outcome="unhealthy"
+    )
+    broken_new = make_review(
+        "t1", rollout="t1__b", started_at="2026-06-02T10:00:00", outcome="unhealthy"
+    )
+    cov = compute_coverage([broken_old, broken_new])
+    [dup] = cov.trial_findings[trial_key(broken_old)]
+    assert dup.check == "COVERAGE_DUPLICATE"
+    assert "no healthy attempt" in dup.message and "t1__b" in dup.message
+    assert "healthy attempt t1" not in dup.message.replace("no healthy attempt", "")
+    good_old = make_review("t2", rollout="t2__a", started_at="2026-06-01T10:00:00")
+    broken_newer = make_review(
+        "t2", rollout="t2__b", started_at="2026-06-03T10:00:00", outcome="unhealthy"
+    )
+    cov = compute_coverage([good_old, broken_newer])
+    [dup] = cov.trial_findings[trial_key(broken_newer)]
+    assert "filled by the healthy attempt" in dup.message and "t2__a" in dup.message

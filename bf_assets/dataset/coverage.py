@@ -287,6 +287,22 @@ def _probe_findings(
     return dataset, per_trial, oracle_tasks, noop_tasks
 
 
+def superseded_reason(row: SlotRow) -> str:
+    """Why an attempt attached to ``row`` is superseded, as the slot really stands."""
+    holder = show_key(row.trial) if row.trial else "none"
+    if row.state in FILLED:
+        return (
+            f"superseded: slot {row.label()} is filled by the healthy attempt {holder}; "
+            "this trial is not exported"
+        )
+    if row.state == UNHEALTHY:
+        return (
+            f"superseded: slot {row.label()} has no healthy attempt; the newer unhealthy "
+            f"attempt {holder} stands for it; this trial is not exported"
+        )
+    return f"superseded: slot {row.label()} is {row.state}; this trial is not exported"
+
+
 def _slot_finding(row: SlotRow) -> Finding:
     sev = Severity.BLOCKER if row.required else Severity.WARNING
     need = "required" if row.required else "optional"
@@ -328,13 +344,9 @@ def compute_coverage(
             rows.append(SlotRow(c, i, UNPLANNED, trial_key(a), len(attempts), False, False))
 
     trial_findings: dict[TrialKey, list[Finding]] = defaultdict(list)
+    slot_of = {k: r for r in rows for k in r.superseded}
     for key in superseded:
-        trial_findings[key].append(
-            finding(
-                "COVERAGE_DUPLICATE",
-                "superseded: newer healthy attempts fill this trial's slots; it is not exported",
-            )
-        )
+        trial_findings[key].append(finding("COVERAGE_DUPLICATE", superseded_reason(slot_of[key])))
     for key, why in stale.items():
         trial_findings[key].append(finding("COVERAGE_STALE", why))
     dataset = [_slot_finding(r) for r in rows if r.state in (MISSING, UNHEALTHY)]

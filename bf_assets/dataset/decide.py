@@ -12,7 +12,7 @@ Order of the reasons (the first that applies is given):
 1. ``oracle`` / ``probe lane``: a reference-solution or no-op lane, never model data;
 2. ``rejected`` / ``quarantined``: the effective verdict (gate, audits, coverage findings,
    the quarantine registry);
-3. ``superseded``: newer healthy attempts fill the cell's slots;
+3. ``superseded``: other attempts fill the cell's slots (the detail says which);
 4. ``unplanned``: the cell is not in the plan;
 5. ``unhealthy`` / ``incomplete``: the attempt fills no slot because it is not healthy;
 6. ``not training-ready``: the ``results.jsonl`` row says it is not;
@@ -32,7 +32,7 @@ from typing import Any
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Severity, Verdict
 from bf_assets.dataset.common import TrialKey, is_noop, is_oracle, show_key, trial_key
-from bf_assets.dataset.coverage import Coverage, SlotRow
+from bf_assets.dataset.coverage import Coverage, SlotRow, superseded_reason
 from bf_assets.review.record import SLOT_FIELDS, TrialReview
 
 EXPORTED = "exported"
@@ -102,7 +102,7 @@ def _checks(r: TrialReview, severity: str) -> str:
 def _reason(
     r: TrialReview,
     filled: Mapping[TrialKey, SlotRow],
-    superseded: set[TrialKey],
+    superseded: Mapping[TrialKey, str],
     unplanned: set[TrialKey],
 ) -> tuple[str, str]:
     key = trial_key(r)
@@ -117,7 +117,7 @@ def _reason(
     if r.verdict != Verdict.PUBLISHABLE:
         return REJECTED, f"verdict {r.verdict!r}"
     if key in superseded:
-        return SUPERSEDED, "newer healthy attempts fill every slot of its cell"
+        return SUPERSEDED, superseded[key]
     if key in unplanned:
         return UNPLANNED, "its cell is not in the experiment plan"
     if key not in filled:
@@ -177,7 +177,9 @@ class ExportDecision:
 
 def decide_exports(reviews: Iterable[TrialReview], coverage: Coverage) -> ExportDecision:
     """The export decision of every trial (``reviews`` carry their effective verdicts)."""
-    superseded, unplanned = set(coverage.superseded), set(coverage.unplanned)
+    slot_of = {k: row for row in coverage.rows for k in row.superseded}
+    superseded = {k: superseded_reason(slot_of[k]) for k in coverage.superseded if k in slot_of}
+    unplanned = set(coverage.unplanned)
     filled = coverage.filled
     out = []
     for r in reviews:
