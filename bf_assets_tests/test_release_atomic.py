@@ -236,3 +236,31 @@ def test_two_releases_started_together_both_complete(tmp_path: Path) -> None:
     # each run root's tables live apart in the warehouse
     spaces = [p for p in (tmp_path / "warehouse").iterdir() if p.name.startswith("roots-")]
     assert len(spaces) == 2
+
+
+def test_a_failing_step_is_an_error_with_its_reason_and_leaves_the_release(
+    tmp_path: Path,
+    runs_root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A step that cannot write (here the staging folder is a file) exits 2, says which step
+    and why, and leaves the previous release as it was; exit 3 stays the gate's alone."""
+    build_trial(runs_root)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+    out = tmp_path / "out"
+    argv = ["release", "--runs", str(runs_root), "--out", str(out)]
+    monkeypatch.setenv("BF_STAGING_DIR", str(tmp_path / "staging"))
+    assert main(argv) == 0
+    before = complete_release(out)
+    capsys.readouterr()
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("BF_STAGING_DIR", str(blocker / "staging"))
+    healthy_spec(task="other-task").write(runs_root)  # something new to publish
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "curated_rollouts" in err and "Traceback" not in err
+    assert complete_release(out) == before

@@ -109,19 +109,29 @@ def _release_outcome(res: Any) -> dict[str, Any]:
             out["verdict"] = meta.get("release_verdict") or out["verdict"]
             out["hub_url"] = meta.get("hub_repo")
             out["hub_commit"] = meta.get("hub_commit")
-    failures = [
-        str(getattr(e.event_specific_data, "error", "") or e.message or "")
+    failures = {
+        str(e.step_key): _failure_text(e)
         for e in res.all_events
-        if e.is_step_failure and e.step_key and "published_dataset" in e.step_key
-    ]
+        if e.is_step_failure and e.step_key
+    }
+    refused = any(
+        "refusing to publish" in m for k, m in failures.items() if "published_dataset" in k
+    )
     if out.get("published"):
         out["status"] = PUBLISHED
-    elif failed or any("refusing to publish" in f for f in failures):
+    elif failed or refused:
         out["status"] = BLOCKED
     else:
         out["status"] = ERROR
-    out["message"] = "; ".join(f.splitlines()[0] for f in failures if f)[:500]
+    out["message"] = "; ".join(f"{k}: {m}" for k, m in failures.items() if m)[:800]
     return out
+
+
+def _failure_text(event: Any) -> str:
+    """The first line of a step failure's error (its message, never the stack)."""
+    err = getattr(event.event_specific_data, "error", None)
+    text = str(getattr(err, "message", "") or event.message or "").strip()
+    return text.splitlines()[0] if text else ""
 
 
 def partition_blocks(order: Sequence[str], keys: Sequence[str]) -> list[list[str]]:
@@ -226,10 +236,13 @@ def _waiting_lock(path: Path, what: str) -> Iterator[None]:
         yield
 
 
-def _ingest(job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]) -> list[str]:
+def _ingest(
+    job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]
+) -> tuple[list[str], list[str]]:
     """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions); the
-    keys of the runs that failed."""
+    keys of the runs that failed, and why."""
     failed: list[str] = []
+    why: list[str] = []
     for block in partition_blocks(order, keys):
         res = job.execute_in_process(
             instance=instance,
@@ -240,7 +253,8 @@ def _ingest(job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]) 
         )
         if not res.success:
             failed += block
-    return failed
+            why += [_failure_text(e) for e in res.all_events if e.is_step_failure]
+    return failed, why
 
 
 def _release(
@@ -279,11 +293,14 @@ def _release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    failed = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
+    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:
-        result.message = f"ingest failed for job(s): {', '.join(failed)}"
+        reasons = "; ".join(dict.fromkeys(w for w in why if w))
+        result.message = (
+            f"ingest failed for job(s) {', '.join(failed)}: {reasons or 'see the run log'}"
+        )
         return result
     res = defs.resolve_job_def("release_job").execute_in_process(
         instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET

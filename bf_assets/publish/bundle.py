@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -321,9 +322,13 @@ def build_bundle(
         tag = f"{opts.tag_prefix}{draft[:12]}"
         files, digest = seal(replace(facts, tag=tag))
         final_dir = root / digest[:16]
-        if final_dir.exists():
-            shutil.rmtree(final_dir)
-        tmp.replace(final_dir)
+        same = final_dir / MANIFEST_PATH
+        if same.is_file() and same.read_bytes() == (tmp / MANIFEST_PATH).read_bytes():
+            pass  # the same release is staged already (content-addressed): keep that one
+        else:
+            if final_dir.exists():
+                shutil.rmtree(final_dir)
+            tmp.replace(final_dir)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -343,7 +348,19 @@ def build_bundle(
     )
 
 
+STALE_TMP_SECONDS = 6 * 3600  # a build that old was killed: its folder is a leftover
+
+
 def _prune(root: Path, *, keep: int, current: Path) -> None:
+    """Keep the newest ``keep`` bundles; clear temporary folders of builds killed long ago
+    (a build still running elsewhere is younger than ``STALE_TMP_SECONDS``)."""
+    now = time.time()
+    for p in root.glob(".tmp-*"):
+        try:
+            if now - p.stat().st_mtime > STALE_TMP_SECONDS:
+                shutil.rmtree(p, ignore_errors=True)
+        except OSError:
+            continue
     staged = [
         p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".") and p != current
     ]
