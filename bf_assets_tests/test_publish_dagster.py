@@ -143,6 +143,14 @@ def test_release_job_curates_checks_and_publishes(
     # the oracle lane is a probe, not held-out model data: nothing model-made was excluded
     assert mat.metadata["release_verdict"].value == "publishable"
     assert mat.metadata["tag"].value.startswith("release-")
+    [cur] = [
+        e.materialization
+        for e in res.get_asset_materialization_events()
+        if e.materialization.asset_key == dg.AssetKey("curated_rollouts")
+    ]
+    # the UI's row count is the rows exported, not the files of the bundle index
+    assert cur.metadata["dagster/row_count"].value == cur.metadata["rows_exported"].value == 1
+    assert cur.metadata["files_written"].value > 1
     # unchanged input: the second release changes nothing
     again = release(d, instance)
     assert again.success

@@ -13,6 +13,7 @@ import pandas as pd
 
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.defs.ingest import PARQUET_IO
+from bf_assets.defs.io_managers import ROW_COUNT_ATTR
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.bundle import Bundle, build_bundle
@@ -84,10 +85,11 @@ def curated_rollouts(
         if bundle.excluded
         else "_none_"
     )
+    index = bundle_index(bundle)
+    index.attrs[ROW_COUNT_ATTR] = len(bundle.exported)  # the UI's row count: rows exported
     return dg.Output(
-        bundle_index(bundle),
+        index,
         metadata={
-            "dagster/row_count": dg.MetadataValue.int(len(bundle.files)),
             "files_written": dg.MetadataValue.int(len(bundle.files)),
             "rows_exported": dg.MetadataValue.int(len(bundle.exported)),
             "release_reasons": dg.MetadataValue.json(

@@ -42,6 +42,9 @@ PARTITION_COLUMN = "job"
 # (``path|mtime_ns|size|inode``), so callers can tell two loads of the same file apart from
 # different data without hashing it.
 SOURCE_ATTR = "bf_assets.source"
+# ``DataFrame.attrs`` key of a frame whose row count means something else than its rows
+# (``curated_rollouts`` is an index of files; its row count is the rows exported).
+ROW_COUNT_ATTR = "bf_assets.row_count"
 
 
 def _encode_segment(segment: str) -> str:
@@ -167,7 +170,8 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         return df.copy(deep=False)
 
     def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame) -> dict[str, Any]:
-        return {"dagster/row_count": dg.MetadataValue.int(len(obj))}
+        n = obj.attrs.get(ROW_COUNT_ATTR, len(obj))  # a frame may say what its rows stand for
+        return {"dagster/row_count": dg.MetadataValue.int(int(n))}
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         keys = list(context.asset_partition_keys) if context.has_asset_partitions else []
