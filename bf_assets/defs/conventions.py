@@ -14,9 +14,9 @@
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
@@ -47,6 +47,7 @@ def owners() -> list[str]:
 # --------------------------------------------------------------------------- code versions
 
 
+@cache
 def _module_file(module: str) -> Path | None:
     """The source file of a ``bf_assets`` module (a package's ``__init__.py``)."""
     rel = Path(*module.split(".")[1:])
@@ -56,24 +57,39 @@ def _module_file(module: str) -> Path | None:
     return None
 
 
-def _imports(module: str, path: Path) -> set[str]:
-    """The ``bf_assets`` modules ``module`` imports (absolute and relative, anywhere in it)."""
-    tree = ast.parse(path.read_bytes(), filename=str(path))
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)"
+    r"|import[ \t]+([^\n#]+))",
+    re.M,
+)
+
+
+@cache
+def _imports(module: str) -> frozenset[str]:
+    """The ``bf_assets`` modules ``module`` imports (absolute and relative, anywhere in it:
+    a text scan, so an import-like line in a docstring counts too, which only widens the
+    closure)."""
+    path = _module_file(module)
+    assert path is not None
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = module.split(".")
-                base = parts[: len(parts) - node.level + (1 if is_pkg else 0)]
-                name = ".".join([*base, node.module] if node.module else base)
-            else:
-                name = node.module or ""
-            out.add(name)
-            # ``from pkg import mod`` imports the sub-module when there is one
-            out.update(f"{name}.{a.name}" for a in node.names)
+    for m in _IMPORT.finditer(path.read_text(encoding="utf-8")):
+        src, names, plain = m.groups()
+        if plain is not None:
+            out.update(n.split(" as ")[0].strip() for n in plain.split(","))
+            continue
+        level = len(src) - len(src.lstrip("."))
+        name = src[level:]
+        if level:
+            parts = module.split(".")
+            base = parts[: len(parts) - level + (1 if is_pkg else 0)]
+            name = ".".join([*base, name] if name else base)
+        out.add(name)
+        # ``from pkg import mod`` imports the sub-module when there is one
+        for n in names.strip("()").split(","):
+            n = n.split(" as ")[0].strip()
+            if n.isidentifier():
+                out.add(f"{name}.{n}")
     mods: set[str] = set()
     for name in out:
         if name != PACKAGE and not name.startswith(PACKAGE + "."):
@@ -81,7 +97,7 @@ def _imports(module: str, path: Path) -> set[str]:
         parts = name.split(".")
         for i in range(2, len(parts) + 1):  # a sub-module runs its packages' __init__
             mods.add(".".join(parts[:i]))
-    return {m for m in mods if _module_file(m) is not None}
+    return frozenset(m for m in mods if _module_file(m) is not None)
 
 
 def module_closure(modules: Iterable[str]) -> list[str]:
@@ -93,9 +109,7 @@ def module_closure(modules: Iterable[str]) -> list[str]:
         if m in seen:
             continue
         seen.add(m)
-        path = _module_file(m)
-        assert path is not None
-        todo.extend(_imports(m, path) - seen)
+        todo.extend(_imports(m) - seen)
     return sorted(seen)
 
 
