@@ -187,6 +187,18 @@ def test_declared_types_match_the_materialized_tables(tmp_path: Path) -> None:
                 assert values.infer_objects().dtype.kind in _KIND[col.type], (name, col.name)
 
 
+def test_hub_repo_is_an_env_var_in_the_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bf_assets.definitions import build_defs
+
+    monkeypatch.delenv("BF_HUB_REPO", raising=False)
+    assert build_defs().resources["publish_target"].hub_repo is None
+    monkeypatch.setenv("BF_HUB_REPO", "org/bench")
+    target = build_defs().resources["publish_target"]
+    assert isinstance(target.hub_repo, dg.EnvVar) and target.hub_repo.env_var_name == "BF_HUB_REPO"
+    with dg.build_resources({"publish_target": target}) as res:
+        assert res.publish_target.hub_repo == "org/bench"
+
+
 def _dg() -> Path | None:
     cand = Path(sys.executable).parent / "dg"
     return cand if cand.is_file() else None
