@@ -4,10 +4,14 @@ Resources: ``run_roots`` (``$BF_RUN_ROOTS`` or ``data/runs/jobs``), ``parquet_io
 on ``$BF_WAREHOUSE`` (a local path or an fsspec URL) or ``data/warehouse`` under the repo
 root, and ``publish_target`` (``$BF_PUBLISH_DIR`` or ``data/published``, ``$BF_STAGING_DIR``
 or ``<warehouse>/staging``, ``$BF_HUB_REPO`` for the Hub; the token only from ``HF_TOKEN``).  The
-environment variables are read when this module is imported.
+environment variables are read when this module is imported; ``$BF_HUB_REPO``, when set,
+goes into the resource as ``dg.EnvVar`` (the UI shows the variable; a run reads its value).
+Assets are owned by ``$BF_ASSET_OWNER`` (default ``team:bf-assets``, ``defs.conventions``).
 """
 
 from __future__ import annotations
+
+import os
 
 import dagster as dg
 
@@ -18,11 +22,18 @@ from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.jobs import ingest_job, release_job
 from bf_assets.defs.pages import trial_pages
-from bf_assets.defs.publish import PublishTarget, published_dataset
+from bf_assets.defs.publish import HUB_REPO_ENV, PublishTarget, published_dataset
 from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
 from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
+
+
+def default_publish_target() -> PublishTarget:
+    """The publish target of the environment; the Hub repo as ``dg.EnvVar`` when set."""
+    if os.environ.get(HUB_REPO_ENV):
+        return PublishTarget(hub_repo=dg.EnvVar(HUB_REPO_ENV))
+    return PublishTarget()
 
 
 def build_defs(
@@ -54,7 +65,7 @@ def build_defs(
         executor=select_executor(),
         resources={
             "run_roots": roots,
-            "publish_target": publish_target or PublishTarget(),
+            "publish_target": publish_target or default_publish_target(),
             "parquet_io_manager": ParquetIOManager(base_dir=base),
             "dataset_io_manager": PickleIOManager(base_dir=base),
         },

@@ -12,6 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
+from bf_assets.defs.conventions import code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.io_managers import ROW_COUNT_ATTR
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
@@ -56,6 +57,9 @@ def bundle_index(bundle: Bundle) -> pd.DataFrame:
     io_manager_key=PARQUET_IO,
     group_name="curate",
     kinds={"pandas", "parquet"},
+    owners=owners(),
+    code_version=code_version(__name__),
+    metadata=column_schema(INDEX_COLUMNS),
 )
 def curated_rollouts(
     context: dg.AssetExecutionContext,

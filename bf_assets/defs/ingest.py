@@ -21,6 +21,7 @@ import pandas as pd
 from bf_assets.batch.inventory import review_with_inventory
 from bf_assets.batch.summary import summarize
 from bf_assets.contract import Outcome, Severity, Verdict
+from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
@@ -151,8 +152,11 @@ def _partition_meta(
 
 
 def _outs() -> dict[str, dg.AssetOut]:
-    def out(group: str, description: str) -> dg.AssetOut:
+    def out(name: str, group: str, description: str) -> dg.AssetOut:
         return dg.AssetOut(
+            owners=owners(),
+            code_version=code_version(__name__),
+            metadata=column_schema(TABLE_COLUMNS[name]),
             io_manager_key=PARQUET_IO,
             group_name=group,
             kinds={"pandas", "parquet"},
@@ -160,29 +164,36 @@ def _outs() -> dict[str, dg.AssetOut]:
             is_required=False,
         )
 
-    return {
+    outs = {
         RAW: out(
+            RAW,
             "ingest",
             "Every trial of one job directory as read from disk: identity, layout, file "
             "inventory and read findings (one row per trial).",
         ),
         "validated_trials": out(
+            "validated_trials",
             "gate",
             "One row per trial of the job after the gate: outcome, health, verdict, "
             "attribution and its findings.",
         ),
-        "findings": out("gate", "One row per finding (gate and audits) of the job's trials."),
+        "findings": out(
+            "findings", "gate", "One row per finding (gate and audits) of the job's trials."
+        ),
         "skill_audit": out(
+            "skill_audit",
             "audit",
             "One row per trial: the harness's startup skill catalog, expected task skills "
             "and task_skills_loading.",
         ),
         "trial_audits": out(
+            "trial_audits",
             "audit",
             "One row per audit finding: skills, no-skill leakage, reward hacking, verifier "
             "isolation, attribution, paths and provenance.",
         ),
     }
+    return outs
 
 
 @dg.multi_asset(

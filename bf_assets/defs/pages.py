@@ -9,6 +9,7 @@ the index (a path and a ``file://`` URL: one click in the UI opens it).
 import dagster as dg
 
 from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.defs.conventions import code_version, owners
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.pages.site import write_pages
 
@@ -19,6 +20,8 @@ PAGES_SUBDIR = ("report", "pages")
     ins={"review_report": dg.AssetIn()},
     group_name="dataset",
     kinds={"html"},
+    owners=owners(),
+    code_version=code_version(__name__),
 )
 def trial_pages(
     context: dg.AssetExecutionContext, run_roots: RunRoots, review_report: DatasetReview

@@ -22,6 +22,7 @@ from bf_assets.curate.frames import exported_candidates
 from bf_assets.curate.scan import SCHEMA
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey
+from bf_assets.defs.conventions import code_version, owners, published_metadata
 from bf_assets.defs.io_managers import SOURCE_ATTR
 from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
 from bf_assets.findings import finding
@@ -216,6 +217,9 @@ def verified_index(
     group_name="publish",
     kinds={"parquet", "huggingface"},
     pool="hf_hub",
+    owners=owners(),
+    code_version=code_version(__name__),
+    metadata=published_metadata(),
 )
 def published_dataset(
     context: dg.AssetExecutionContext,

@@ -19,6 +19,7 @@ import pandas as pd
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.reportfiles import report_files
+from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.review.tables import VALIDATED_COLUMNS, reviews_from_frame
@@ -70,8 +71,11 @@ def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> 
     )
 
 
-def _out(description: str, io_manager_key: str = PARQUET_IO) -> dg.AssetOut:
+def _out(description: str, io_manager_key: str = PARQUET_IO, name: str = "") -> dg.AssetOut:
     return dg.AssetOut(
+        owners=owners(),
+        code_version=code_version(__name__),
+        metadata=column_schema(TABLE_COLUMNS[name]) if name in TABLE_COLUMNS else None,
         io_manager_key=io_manager_key,
         group_name="dataset",
         kinds={"pandas", "parquet"} if io_manager_key == PARQUET_IO else {"python"},
@@ -84,11 +88,13 @@ def _out(description: str, io_manager_key: str = PARQUET_IO) -> dg.AssetOut:
     outs={
         "coverage": _out(
             "One row per slot of the experiment plan (or of the observed cells without a plan): "
-            "healthy, missing, unhealthy, stale or duplicate, and the attempt that fills it."
+            "healthy, missing, unhealthy, stale or duplicate, and the attempt that fills it.",
+            name="coverage",
         ),
         "sandbox_parity": _out(
             "The same logical trial on Docker and Daytona: which artifact files, telemetry and "
-            "outcomes differ (telemetry-presence differences block that backend's new data)."
+            "outcomes differ (telemetry-presence differences block that backend's new data).",
+            name="sandbox_parity",
         ),
         "review_report": _out(
             "The dataset review: per-trial verdicts after coverage and manual quarantine, the "
