@@ -33,6 +33,8 @@ class Simple:
     argv: list[str] = field(default_factory=list)
     redirects: list[tuple[str, str]] = field(default_factory=list)
     heredoc: str | None = None
+    # the command whose output this one reads through a pipe (``find … | xargs cat``)
+    upstream: Simple | None = None
 
 
 def norm_path(p: str, cwd: str | None = None) -> str:
@@ -131,7 +133,7 @@ def simples(text: str, bodies: list[str]) -> list[Simple]:
         if tok and set(tok) <= PUNCT:
             if cur.argv or cur.redirects:
                 out.append(cur)
-            cur = Simple()
+            cur = Simple(upstream=out[-1] if tok == "|" and out else None)
             i += 1
             continue
         cur.argv.append(tok)
