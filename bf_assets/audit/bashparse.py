@@ -25,7 +25,7 @@ from bf_assets.audit.shlexer import Simple
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-MAX_BYTES = 1 << 20  # longer strings go to the shlex reader
+MAX_BYTES = 1 << 19  # longer strings go to the shlex reader
 MAX_NODES = 200_000  # nodes visited per string
 MAX_DEPTH = 200  # nesting of visited nodes
 PARSE_SECONDS = 0.5  # tree-sitter's budget per string
@@ -111,8 +111,6 @@ class _Walk:
         self.pipe_from: dict[int, Simple] = {}
 
     def push_children(self, node: Node, depth: int) -> None:
-        if depth >= MAX_DEPTH:
-            return
         self.stack.extend((c, depth + 1) for c in reversed(node.children))
 
     def run(self, root: Node) -> bool:
@@ -122,6 +120,8 @@ class _Walk:
             self.budget -= 1
             if self.budget < 0:
                 return False
+            if depth > MAX_DEPTH:
+                return False  # deeper than any real command: the shlex reader instead
             t = node.type
             if t in _SKIP:
                 continue
@@ -268,6 +268,8 @@ def parse_simples(text: str) -> list[Simple] | None:
         tree = _parse(data)
         if tree is None or tree.root_node.has_error:
             return None
+        if getattr(tree.root_node, "descendant_count", 0) > MAX_NODES:
+            return None  # too big to walk within budget: the shlex reader is linear
         w = _Walk()
         return w.out if w.run(tree.root_node) else None
     except (RecursionError, MemoryError, ValueError, TypeError, UnicodeError):
