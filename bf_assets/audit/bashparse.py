@@ -10,12 +10,14 @@ quoted text stay text.
 
 It never raises.  It returns ``None`` - and the caller falls back to the ``shlex`` reader -
 when tree-sitter is not installed, the string is too long, parsing exceeds its time budget,
-or bash's grammar does not accept the string (an unterminated quote, a stray ``fi``, junk).
+or bash's grammar does not accept the string (an unterminated quote, a stray ``fi``, junk),
+and always with ``BF_ASSETS_SHELL_PARSER=shlex`` in the environment.
 The walk is iterative, with caps on nesting depth and on the number of nodes visited.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -36,6 +38,8 @@ _unavailable = False
 
 def _get_parser() -> Any:
     global _parser, _unavailable
+    if os.environ.get("BF_ASSETS_SHELL_PARSER") == "shlex":
+        return None  # the shlex reader only (comparisons, or a grammar problem in the field)
     if _parser is None and not _unavailable:
         try:
             import tree_sitter
@@ -62,13 +66,15 @@ def _parse(data: bytes) -> Any:
     def read(offset: int, _point: Any) -> bytes:
         return data[offset : offset + step]
 
-    def progress(_state: Any) -> bool:  # True cancels the parse
+    def progress(*_state: Any) -> bool:  # True cancels the parse (ValueError)
         return time.monotonic() > deadline
 
     try:
         return parser.parse(read, progress_callback=progress)
     except TypeError:  # bindings without progress callbacks (tree-sitter < 0.25)
         return parser.parse(data)
+    except ValueError:  # cancelled at the deadline
+        return None
 
 
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
