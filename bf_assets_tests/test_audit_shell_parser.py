@@ -219,7 +219,7 @@ def test_broken_input_never_raises_and_is_bounded(cmd: str) -> None:
 
 
 def test_parse_failure_falls_back_to_the_shlex_reader() -> None:
-    cmd = "cat /solution/solve.sh; echo \"oops"  # an unterminated quote
+    cmd = 'cat /solution/solve.sh; echo "oops'  # an unterminated quote
     assert bashparse.parse_simples(cmd) is None
     assert ("read", "/solution/solve.sh") in effects(cmd)
     deep = "echo " + "$(" * 3000 + "cat /solution/solve.sh" + ")" * 3000
