@@ -14,6 +14,7 @@ import posixpath
 import re
 import shlex
 
+from bf_assets.audit.bashparse import parse_simples
 from bf_assets.audit.pyops import code_ops, patch_ops
 from bf_assets.audit.shlexer import (
     NULL_TARGETS,
@@ -60,7 +61,10 @@ _OPT_WITH_VALUE = {
     "truncate": {"-s", "--size", "-r"},
     "curl": {"-o", "--output", "-H", "-d", "--data", "-X", "-u", "-A", "-e", "-x"},
     "wget": {"-O", "-P", "-o", "--header", "-U"},
+    "xargs": {"-I", "-n", "-P", "-d", "-L", "-a", "-s", "-E", "-e", "--delimiter", "--max-args"},
 }
+FIND_EXEC = frozenset(["-exec", "-execdir", "-ok", "-okdir"])
+MAX_FANOUT = 8  # find roots / piped paths substituted into one -exec or xargs command
 
 
 def _unwrap(argv: list[str]) -> list[str]:
@@ -130,8 +134,11 @@ class _Reader:
             self.ops.append(Op(kind, p, via, self.evidence, content, old))
 
     def run(self, cmd: str, depth: int = 0) -> None:
-        text, bodies = split_heredocs(cmd)
-        for s in simples(text, bodies):
+        found = parse_simples(cmd)  # bash's grammar; None when it cannot read the string
+        if found is None:
+            text, bodies = split_heredocs(cmd)
+            found = simples(text, bodies)
+        for s in found:
             self.simple(s, depth)
 
     def simple(self, s: Simple, depth: int) -> None:
@@ -150,22 +157,32 @@ class _Reader:
             else:
                 self.add("read", target, "<")
         if argv and depth < 4:
-            self.command(argv, verb, s.heredoc, depth)
+            self.command(argv, verb, s.heredoc, depth, s.upstream)
 
-    def command(self, argv: list[str], verb: str, heredoc: str | None, depth: int) -> None:
+    def command(
+        self,
+        argv: list[str],
+        verb: str,
+        heredoc: str | None,
+        depth: int,
+        upstream: Simple | None = None,
+    ) -> None:
         ops = _operands(argv, verb)
+        stdin = heredoc if heredoc is not None else _piped_text(upstream)
         if verb in SHELLS:
             flag = next((a for a in argv[1:] if a.startswith("-") and "c" in a[1:]), None)
             if flag is not None and ops:
                 self.run(ops[0], depth + 1)
-            elif heredoc is not None:
-                self.run(heredoc, depth + 1)
+            elif stdin is not None and (not ops or ops[0] == "-"):
+                self.run(stdin, depth + 1)  # `bash <<EOF`, `echo … | sh`
             elif ops:
                 self.add("exec", ops[0], verb)
+        elif verb == "xargs":
+            self._xargs(argv, upstream, depth)
         elif PYTHONS.match(verb):
             code = _given(argv, "-c")
-            if code or (heredoc is not None and (not ops or ops[0] == "-")):
-                for kind, path, content in code_ops(code[0] if code else heredoc or ""):
+            if code or (stdin is not None and (not ops or ops[0] == "-")):
+                for kind, path, content in code_ops(code[0] if code else stdin or ""):
                     self.add(kind, path, f"{verb} -c", content)
             elif "-m" in argv:
                 for p in ops:  # the module, then its operands (pytest paths)
@@ -183,7 +200,7 @@ class _Reader:
             for p in ops:
                 self.add("read", p, verb)
         elif verb in LISTERS:
-            self._find(argv, verb, ops)
+            self._find(argv, verb, ops, depth)
         elif verb in GREPS:
             explicit = _given(argv, "-e", "-f", "--regexp")
             for p in ops[0 if explicit else 1 :]:
@@ -198,20 +215,52 @@ class _Reader:
         else:
             self.files(argv, verb, ops, heredoc)
 
-    def _find(self, argv: list[str], verb: str, ops: list[str]) -> None:
+    def _find(self, argv: list[str], verb: str, ops: list[str], depth: int = 0) -> None:
         paths = [p for p in ops if not p.startswith(("(", ")", "!"))]
         if verb == "find":
-            paths = []
-            for a in argv[1:]:
-                if a.startswith(("-", "(", "!")):
-                    break
-                paths.append(a)
+            paths = _find_roots(argv)
             if "-delete" in argv:
                 for p in paths:
                     self.add("delete", p, "find -delete")
                 return
         for p in paths or (["."] if verb != "cd" else []):
             self.add("list", p, verb)
+        if verb == "find" and depth < 4:
+            for sub in _find_execs(argv):  # -exec cat {} \; runs cat on what find found
+                for one in _fan_out(sub, "{}", paths or ["."]):
+                    self._sub(one, depth)
+
+    def _sub(self, argv: list[str], depth: int) -> None:
+        """A command run by another one (``find -exec``, ``xargs``)."""
+        argv = _unwrap(argv)
+        if argv:
+            self.command(argv, posixpath.basename(argv[0]), None, depth + 1)
+
+    def _xargs(self, argv: list[str], upstream: Simple | None, depth: int) -> None:
+        i, repl = 1, None
+        while i < len(argv) and argv[i].startswith("-"):
+            a = argv[i]
+            if a == "--":
+                i += 1
+                break
+            if a == "-I" and i + 1 < len(argv):
+                repl = argv[i + 1]
+            elif a.startswith("-I") and len(a) > 2:
+                repl = a[2:]
+            elif a == "-i" or a.startswith("--replace"):
+                repl = a.partition("=")[2] or "{}"
+            elif a in ("-a", "--arg-file") and i + 1 < len(argv):
+                self.add("read", argv[i + 1], "xargs -a")
+            i += 2 if a in _OPT_WITH_VALUE["xargs"] or a == "--arg-file" else 1
+        sub = argv[i:] or ["echo"]
+        inputs = _produced(upstream)[:MAX_FANOUT]
+        if depth >= 4:
+            return
+        if repl is not None:
+            for one in _fan_out(sub, repl, inputs):
+                self._sub(one, depth)
+        else:
+            self._sub(sub + inputs, depth)
 
     def _sed(self, argv: list[str], verb: str, ops: list[str]) -> None:
         inplace = _inplace(argv, verb)
@@ -293,6 +342,77 @@ class _Reader:
         elif sub == "clone":
             for u in URL.findall(" ".join(args)):
                 self.add("net", u, "git clone")
+
+
+def _find_roots(argv: list[str]) -> list[str]:
+    roots = []
+    for a in argv[1:]:
+        if a.startswith(("-", "(", "!")):
+            break
+        roots.append(a)
+    return roots
+
+
+def _find_execs(argv: list[str]) -> list[list[str]]:
+    """The commands of ``-exec … ;`` / ``-exec … {} +`` (and -execdir, -ok)."""
+    out: list[list[str]] = []
+    i = 1
+    while i < len(argv):
+        if argv[i] in FIND_EXEC:
+            j = i + 1
+            while j < len(argv) and argv[j] not in (";", "+"):
+                j += 1
+            if j > i + 1:
+                out.append(argv[i + 1 : j])
+            i = j
+        i += 1
+    return out
+
+
+def _fan_out(argv: list[str], token: str, values: list[str]) -> list[list[str]]:
+    """``argv`` once per value, ``token`` replaced (unchanged when nothing to put in)."""
+    if not values or not any(token in a for a in argv):
+        return [argv]
+    return [[a.replace(token, v) for a in argv] for v in values[:MAX_FANOUT]]
+
+
+def _produced(s: Simple | None) -> list[str]:
+    """Paths a piped command prints (``find``/``ls`` roots, ``echo`` words, ``grep -l`` files)."""
+    if s is None:
+        return []
+    argv = _unwrap(s.argv)
+    if not argv:
+        return []
+    verb = posixpath.basename(argv[0])
+    if verb == "find":
+        return _find_roots(argv) or ["."]
+    ops = _operands(argv, verb)
+    if verb in ("ls", "echo", "realpath", "readlink"):
+        return ops
+    if verb == "printf":
+        return ops[1:] if ops and "%" in ops[0] else ops
+    if verb in GREPS and any(
+        a in ("-l", "--files-with-matches") or (a[:1] == "-" and a[1:2] != "-" and "l" in a)
+        for a in argv[1:]
+    ):
+        explicit = _given(argv, "-e", "-f", "--regexp")
+        return ops[0 if explicit else 1 :]
+    return []
+
+
+def _piped_text(s: Simple | None) -> str | None:
+    """What a piped command feeds the next one's stdin, when it is in the command itself."""
+    if s is None:
+        return None
+    argv = _unwrap(s.argv)
+    verb = posixpath.basename(argv[0]) if argv else ""
+    if verb == "cat" and s.heredoc is not None and len(argv) == 1:
+        return s.heredoc
+    if verb == "echo":
+        return " ".join(a for a in argv[1:] if not re.fullmatch(r"-[neE]+", a))
+    if verb == "printf" and len(argv) > 1:
+        return argv[1].replace("\\n", "\n")
+    return None
 
 
 def parse_shell(cmd: str) -> list[Op]:

@@ -33,6 +33,8 @@ class Simple:
     argv: list[str] = field(default_factory=list)
     redirects: list[tuple[str, str]] = field(default_factory=list)
     heredoc: str | None = None
+    # the command whose output this one reads through a pipe (``find … | xargs cat``)
+    upstream: Simple | None = None
 
 
 def norm_path(p: str, cwd: str | None = None) -> str:
@@ -89,7 +91,12 @@ def split_heredocs(cmd: str) -> tuple[str, list[str]]:
     return "\n".join(out), bodies
 
 
+SHLEX_MAX = 100_000  # shlex grows each token char by char (quadratic): longer text is split
+
+
 def _tokens(text: str) -> list[str]:
+    if len(text) > SHLEX_MAX:
+        return _plain_tokens(text)
     lex = shlex.shlex(text, posix=True, punctuation_chars="();<>|&\n")
     lex.whitespace_split = True
     lex.whitespace = " \t\r"
@@ -97,7 +104,11 @@ def _tokens(text: str) -> list[str]:
     try:
         return list(lex)
     except ValueError:  # unbalanced quotes: fall back to a plain split
-        return re.findall(r"&>>|&>|>>|>&|<<-?|[;&|()<>\n]+|[^\s;&|()<>]+", text)
+        return _plain_tokens(text)
+
+
+def _plain_tokens(text: str) -> list[str]:
+    return re.findall(r"&>>|&>|>>|>&|<<-?|[;&|()<>\n]+|[^\s;&|()<>]+", text)
 
 
 def simples(text: str, bodies: list[str]) -> list[Simple]:
@@ -131,7 +142,7 @@ def simples(text: str, bodies: list[str]) -> list[Simple]:
         if tok and set(tok) <= PUNCT:
             if cur.argv or cur.redirects:
                 out.append(cur)
-            cur = Simple()
+            cur = Simple(upstream=out[-1] if tok == "|" and out else None)
             i += 1
             continue
         cur.argv.append(tok)
