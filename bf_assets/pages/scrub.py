@@ -18,8 +18,8 @@ from bf_assets.curate.clean import (
     BANNED_KEYS,
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
+    Cleaner,
     CleanStats,
-    clean_value,
 )
 from bf_assets.redact import PLACEHOLDER, is_secret_key
 
@@ -91,18 +91,32 @@ def bracket_depth(text: str) -> int:
     return depth
 
 
+# One cleaner per process for every page: the text pages repeat (system prompts, tool
+# definitions, the history every step's request carries) is cleaned once (the cache is
+# bounded, and a cached result is exactly what cleaning the text again would give).
+_SHARED: list[Cleaner] = []
+
+
+def _cleaner() -> Cleaner:
+    if not _SHARED:
+        _SHARED.append(Cleaner(CleanStats()))
+    cleaner = _SHARED[0]
+    cleaner.stats = CleanStats()  # pages show no counts: do not let them grow
+    return cleaner
+
+
 class Scrub:
     """The cleaning of one page (``clean=False``: the raw values, for local use only)."""
 
     def __init__(self, clean: bool = True) -> None:
         self.clean = clean
-        self.stats = CleanStats()
+        self._cleaner = _cleaner() if clean else None
 
     def value(self, value: Any) -> Any:
-        return clean_value(value, self.stats) if self.clean else value
+        return self._cleaner.value(value) if self._cleaner is not None else value
 
     def text(self, text: str) -> str:
-        return clean_value(text, self.stats) if self.clean else text
+        return self._cleaner.value(text) if self._cleaner is not None else text
 
     def fragment(self, text: str) -> tuple[str, bool]:
         """A raw line (or a clipped piece of one) cleaned as text after the key rules."""
