@@ -79,7 +79,9 @@ class PublishTarget(dg.ConfigurableResource):
     hub_backoff_s: float = Field(default=1.0, description="First retry delay in seconds.")
 
     def bundle_options(self, plan_path: str | None = None) -> BundleOptions:
+        previous = Path(self.out_dir) / MANIFEST_PATH  # the release now in the local folder
         return BundleOptions(
+            previous_manifest=str(previous),
             pretty_name=self.pretty_name,
             license=self.license,
             repo_id=self.hub_repo,

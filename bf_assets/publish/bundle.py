@@ -46,6 +46,7 @@ from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.decide import CURATION_ERROR, DUPLICATE, Exclusion
 from bf_assets.dataset.reportfiles import REPORT_JSON, REPORT_MD, ReportContext, report_files
 from bf_assets.publish.card import LICENSE_PATH, CardFacts, render_card, render_license
+from bf_assets.publish.changes import load_previous, release_changes
 from bf_assets.publish.manifest import (
     CHECKSUMS_PATH,
     MANIFEST_PATH,
@@ -85,6 +86,8 @@ class BundleOptions:
     row_group_rows: int = ROW_GROUP_ROWS
     max_shard_bytes: int = MAX_SHARD_BYTES
     keep_staged: int = KEEP_STAGED
+    # the manifest of the release this one follows (the card says what changed since)
+    previous_manifest: str | None = None
 
 
 @dataclass(slots=True)
@@ -257,6 +260,11 @@ def build_bundle(
         reasons = reason_lines(final.assessment.decisive())
         jobs = sorted({d.job for d in final.decision.decisions})
         split_doc = splits.to_dict()
+        changes = release_changes(
+            load_previous(opts.previous_manifest),
+            sources,
+            [e.to_dict() for e in excluded],
+        )
         facts = CardFacts(
             pretty_name=opts.pretty_name,
             license=opts.license,
@@ -279,6 +287,7 @@ def build_bundle(
             splits=split_doc,
             license_file=LICENSE_PATH if opts.license == "other" else None,
             year=_year(sources),
+            changes=changes,
         )
         report_files(final, tmp, report or ReportContext(), clean=True)
         content = [
@@ -310,6 +319,7 @@ def build_bundle(
                 dataset_reasons=reasons,
                 splits=split_doc,
                 release_tag=card.tag,
+                changes=changes,
             )
             (tmp / MANIFEST_PATH).parent.mkdir(parents=True, exist_ok=True)
             (tmp / MANIFEST_PATH).write_bytes(manifest)

@@ -32,6 +32,7 @@ from bf_assets.curate.schema import (
 )
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
+from bf_assets.publish.changes import changes_markdown
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
 
 TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsbench"]
@@ -64,6 +65,7 @@ class CardFacts:
     tag: str | None = None  # None while the draft the tag is derived from is rendered
     license_file: str | None = None  # the bundle's license file, when it ships one
     year: str | None = None  # year of the newest exported trial (for the citation)
+    changes: dict[str, Any] | None = None  # since the previous release (publish.changes)
 
     @property
     def split_names(self) -> list[str]:
@@ -166,6 +168,7 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         tag=facts.tag,
         license_file=facts.license_file,
         year=facts.year,
+        changes=clean_value(facts.changes) if facts.changes is not None else None,
     )
 
 
@@ -441,6 +444,7 @@ def render_card(facts: CardFacts) -> str:
         )
     )
     p.append("\n" + _splits_section(f))
+    p.append("\n" + changes_markdown(f.changes))
     p.append(_trainers_section(f))
     p.append(_structure_section(f))
     p.append("\n## Counts\n\n")

@@ -106,6 +106,7 @@ def build_manifest(
     dataset_reasons: Sequence[str] = (),
     splits: dict[str, Any] | None = None,
     release_tag: str | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> bytes:
     """``configs`` is ``{config: {split: rows}}``; ``splits`` how the release was split
     (``SplitPlan.to_dict()``: method, fraction, seed, where they came from, the tasks of each
@@ -137,6 +138,7 @@ def build_manifest(
         "exclusions_by_check": by_check,
         "cleaning": stats.to_dict(),
         "plan": {"sha256": plan_sha256} if plan_sha256 else None,
+        "changes": changes,
     }
     # Trial-derived values (jobs, refs, exclusion details) are cleaned like export rows.
     doc = clean_value(doc)
