@@ -135,6 +135,8 @@ class HubState:
         self.lfs_threshold = LFS_THRESHOLD
         self.uploads: dict[str, tuple[tuple[str, str], str, int]] = {}  # ticket -> repo, oid, size
         self.commit_bodies: list[list[dict[str, Any]]] = []  # every commit's ndjson lines
+        self.lfs_batches: list[list[str]] = []  # the oids of every batch request
+        self.lfs_puts: list[str] = []  # the oids uploaded (accepted PUTs)
         self._seq = itertools.count(1)
         self._secret = secrets.token_bytes(16)
 
@@ -146,6 +148,8 @@ class HubState:
             self.tokens.clear()
             self.uploads.clear()
             self.commit_bodies.clear()
+            self.lfs_batches.clear()
+            self.lfs_puts.clear()
             self.lfs_threshold = LFS_THRESHOLD
 
     def new_commit(
@@ -559,6 +563,7 @@ class Handler(BaseHTTPRequestHandler):
         if "basic" not in transfers:
             raise HttpError(422, f"no supported transfer in {transfers}")
         state = self.server.state
+        state.lfs_batches.append([str(o.get("oid")) for o in req.get("objects", [])])
         base = self._base()
         out = []
         for obj in req.get("objects", []):
@@ -596,6 +601,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(body) != size or sha256_hex(body) != oid:
             raise HttpError(400, f"uploaded content does not match oid {oid} and size {size}")
         del state.uploads[ticket]
+        state.lfs_puts.append(oid)
         state.repos[key].lfs_objects[oid] = body
         return self._send(200, b"", {"ETag": f'"{oid}"'})
 
