@@ -34,6 +34,7 @@ def client_env(mp: Any, url: str, home: str) -> None:
     mp.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     mp.setenv("NO_PROXY", "127.0.0.1,localhost")
     mp.setenv("HF_UPDATE_DOWNLOAD_COUNTS", "0")  # datasets pings an S3 bucket otherwise
+    mp.setenv("HF_HUB_DISABLE_XET", "1")  # the test server speaks Git LFS, not Xet
     mp.delenv("HF_HUB_OFFLINE", raising=False)
     mp.delenv("HF_TOKEN", raising=False)
     from huggingface_hub import constants
@@ -45,6 +46,7 @@ def client_env(mp: Any, url: str, home: str) -> None:
     mp.setattr(constants, "HF_URL_HOSTS", constants.HF_URL_HOSTS | {"127.0.0.1"})
     mp.setattr(constants, "HF_HUB_DISABLE_TELEMETRY", True)
     mp.setattr(constants, "HF_HUB_OFFLINE", False)
+    mp.setattr(constants, "HF_HUB_DISABLE_XET", True)
     try:
         import datasets.config as dconfig
     except ImportError:  # pragma: no cover - datasets is a test dependency
