@@ -19,7 +19,7 @@ from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
 from bf_assets.review.tables import FINDING_COLUMNS, RAW_COLUMNS, SKILL_COLUMNS, VALIDATED_COLUMNS
-from bf_assets_tests.test_dagster_defs import JOB, KEY, shared_dir
+from bf_assets_tests.test_dagster_defs import KEY, jobs_root  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 ASSETS = {
@@ -157,13 +157,11 @@ def test_published_dataset_names_every_config_column() -> None:
 _KIND = {"int": "iu", "float": "f", "bool": "b", "string": "OSU", "json": "OSU"}
 
 
-def test_declared_types_match_the_materialized_tables(tmp_path: Path) -> None:
-    shared = shared_dir()
-    job = shared / "fixtures" / "benchflow-writer" / "jobs" / JOB if shared else None
-    if job is None or not job.is_dir():
-        pytest.skip("shared Benchflow writer fixture not available")
-    root = tmp_path / "runs" / "jobs"
-    shutil.copytree(job, root / JOB)
+def test_declared_types_match_the_materialized_tables(
+    tmp_path: Path,
+    jobs_root: Path,  # noqa: F811 (the fixture imported above)
+) -> None:
+    root = jobs_root  # a copy of the writer fixture's job (skipped without ../shared)
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(job_partitions.name, [KEY])
         result = dg.materialize(
