@@ -55,7 +55,9 @@ def report_payload(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
     }
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a unique temporary file and one rename, readable
+    by all (0644): a reader sees the old file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -97,6 +99,6 @@ def report_files(
         payload = clean_value(payload)
     out = Path(out_dir)
     md_path, js_path = out / REPORT_MD, out / REPORT_JSON
-    _atomic_write(md_path, md.encode("utf-8"))
-    _atomic_write(js_path, orjson.dumps(payload, option=orjson.OPT_INDENT_2, default=str))
+    write_atomic(md_path, md.encode("utf-8"))
+    write_atomic(js_path, orjson.dumps(payload, option=orjson.OPT_INDENT_2, default=str))
     return md_path, js_path
