@@ -390,10 +390,22 @@ def bundle_reviews(
 ) -> Bundle:
     """Reviewed trials to a release bundle without Dagster: the dataset review decides, then
     :func:`build_bundle` curates what it exports (candidates from the reviews themselves)."""
+    ds, candidates = review_exports(reviews, plan_path=plan_path, quarantine_path=quarantine_path)
+    return build_bundle(ds, candidates, staging_root, options, report=report)
+
+
+def review_exports(
+    reviews: Sequence[TrialReview],
+    *,
+    plan_path: str | None = None,
+    quarantine_path: str | None = None,
+) -> tuple[DatasetReview, dict[TrialKey, Candidate]]:
+    """The dataset review of ``reviews`` (in a canonical order, so the release does not
+    depend on the order they come in) and a candidate for each trial it exports."""
     ordered = sorted(reviews, key=lambda t: (t.ref.job_key, t.ref.rel_path, t.ref.rollout))
     ds = assemble(ordered, plan_path=plan_path, quarantine_path=quarantine_path)
     exported = set(ds.exports)
     candidates = {
         key: Candidate.from_review(t) for t in ds.trials if (key := trial_key(t)) in exported
     }
-    return build_bundle(ds, candidates, staging_root, options, report=report)
+    return ds, candidates

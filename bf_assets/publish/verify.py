@@ -25,7 +25,6 @@ from typing import Any
 import orjson
 import pyarrow.parquet as pq
 
-from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.scan import (
     NOT_READY,
     PUBLISH_CHECKS,
@@ -36,11 +35,11 @@ from bf_assets.curate.scan import (
     scan_value,
 )
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
-from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
-from bf_assets.dataset.common import TrialKey, trial_key
+from bf_assets.dataset.assemble import DatasetReview, reason_lines
+from bf_assets.dataset.common import TrialKey
 from bf_assets.dataset.decide import CURATION_REASONS
 from bf_assets.findings import Finding, finding
-from bf_assets.publish.bundle import worst_verdict
+from bf_assets.publish.bundle import review_exports, worst_verdict
 from bf_assets.publish.card import LICENSE_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
@@ -353,12 +352,5 @@ def verify_reviews(
 ) -> GateReport:
     """:func:`verify_bundle` against the dataset review of ``reviews`` (what the Dagster
     checks do with the warehouse tables), without Dagster."""
-    ordered = sorted(reviews, key=lambda t: (t.ref.job_key, t.ref.rel_path, t.ref.rollout))
-    ds = assemble(ordered, plan_path=plan_path, quarantine_path=quarantine_path)
-    exported = set(ds.exports)
-    ids = {
-        trial_key(t): Candidate.from_review(t).rollout_id
-        for t in ds.trials
-        if trial_key(t) in exported
-    }
-    return verify_bundle(bundle_dir, ds, ids)
+    ds, candidates = review_exports(reviews, plan_path=plan_path, quarantine_path=quarantine_path)
+    return verify_bundle(bundle_dir, ds, {k: c.rollout_id for k, c in candidates.items()})
