@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Verdict
-from bf_assets.review.record import SLOT_FIELDS, TrialReview
+from bf_assets.review.record import TrialReview
 
 
 @dataclass(slots=True)
@@ -43,23 +42,6 @@ class Candidate:
     @property
     def key(self) -> tuple[str, str]:
         return (self.job, self.rollout)
-
-    @property
-    def slot_fields(self) -> dict[str, Any]:
-        return dict(zip(SLOT_FIELDS, self.slot, strict=True))
-
-    @property
-    def exportable(self) -> bool:
-        return (
-            self.outcome != Outcome.ORACLE
-            and self.outcome in HEALTHY_OUTCOMES
-            and self.healthy
-            and self.training_ready
-            and self.verdict == Verdict.PUBLISHABLE
-        )
-
-    def checks_of(self, severity: str) -> list[str]:
-        return sorted({f["check"] for f in self.findings if f.get("severity") == severity})
 
     def file_sha(self, rel: str) -> str | None:
         for path, sha in self.files:

@@ -26,12 +26,12 @@ back through :meth:`ExportDecision.with_curation` so every view shows them too.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Severity, Verdict
-from bf_assets.dataset.common import TrialKey, is_noop, is_oracle, show_key, trial_key
+from bf_assets.dataset.common import TrialKey, is_noop, is_oracle, trial_key
 from bf_assets.dataset.coverage import Coverage, SlotRow, superseded_reason
 from bf_assets.review.record import SLOT_FIELDS, TrialReview
 
@@ -197,9 +197,3 @@ def decide_exports(reviews: Iterable[TrialReview], coverage: Coverage) -> Export
             )
         )
     return ExportDecision(out)
-
-
-def describe(decisions: Sequence[Decision]) -> list[str]:
-    return [
-        f"{show_key(d.key)}: {d.reason}" + (f" ({d.detail})" if d.detail else "") for d in decisions
-    ]
