@@ -38,10 +38,16 @@ def exported_candidates(
             continue
         for job, path, inv in zip(df["job"], df["path"], df["files"], strict=True):
             files[(str(job), str(path))] = inv
+    configured: dict[str, bool] = {}  # each distinct root resolved once
     out: dict[TrialKey, Candidate] = {}
     for t in ds.trials:
         key = trial_key(t)
-        if key not in wanted or _norm(t.ref.root) not in allowed:
+        if key not in wanted:
+            continue
+        root = t.ref.root
+        if root not in configured:
+            configured[root] = _norm(root) in allowed
+        if not configured[root]:
             continue
         inv = files.get((t.ref.job_key, t.ref.rel_path))
         if inv is None:

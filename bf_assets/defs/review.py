@@ -36,7 +36,8 @@ def _all(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> pd.Data
     for _, df in sorted(validated_trials.items()):
         if df is None or df.empty:
             continue
-        mine = df["root"].map(lambda r: str(Path(str(r)).resolve()) in allowed)
+        ours = [r for r in df["root"].unique() if str(Path(str(r)).resolve()) in allowed]
+        mine = df["root"].isin(ours)  # one resolve per distinct root, not per row
         if mine.any():
             frames.append(df[mine])
     return (
