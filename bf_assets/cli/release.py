@@ -31,7 +31,7 @@ import orjson
 from bf_assets.batch.inventory import cancel_prefetch, prefetch
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.ingest.discovery import discover_trials
-from bf_assets.publish.local import LocalFolderTarget, exclusive_lock
+from bf_assets.publish.local import check_targets, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
 
@@ -201,16 +201,6 @@ def run_release(
             )
         finally:
             cancel_prefetch()
-
-
-def check_targets(out: Path, hub_repo: str | None) -> None:
-    """Every publish precondition (a writable output folder; with ``hub_repo`` a token in
-    ``HF_TOKEN`` and a valid repo id) before any work starts."""
-    LocalFolderTarget(out).check()
-    if hub_repo:
-        from bf_assets.publish.hub import HubTarget
-
-        HubTarget(hub_repo).check()
 
 
 def _hub_lock(repo_id: str) -> Path:

@@ -27,7 +27,7 @@ from bf_assets.defs.io_managers import SOURCE_ATTR
 from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
-from bf_assets.publish.local import LocalFolderTarget
+from bf_assets.publish.local import LocalFolderTarget, check_targets
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.publish.targets import PublishError, PublishResult
@@ -103,9 +103,7 @@ class PublishTarget(dg.ConfigurableResource):
     def check(self) -> None:
         """Every target's preconditions (token, repo id, a writable folder), before anything
         is written to any of them (raises ``PublishError``)."""
-        LocalFolderTarget(self.out_dir).check()
-        if self.hub_repo:
-            self.hub().check()
+        check_targets(self.out_dir, self.hub_repo)
 
     def publish(self, bundle_dir: Path, tag: str) -> list[PublishResult]:
         self.check()

@@ -250,3 +250,14 @@ class LocalFolderTarget:
         for p in dirs:
             if p not in kept:
                 shutil.rmtree(p, ignore_errors=True)
+
+
+def check_targets(out: str | Path, hub_repo: str | None) -> None:
+    """Every publish precondition, before any work starts: a writable output folder and,
+    with ``hub_repo``, a token in ``HF_TOKEN`` and a valid repo id (raises
+    :class:`PublishError`)."""
+    LocalFolderTarget(out).check()
+    if hub_repo:
+        from bf_assets.publish.hub import HubTarget
+
+        HubTarget(hub_repo).check()
