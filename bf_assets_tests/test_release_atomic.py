@@ -264,3 +264,27 @@ def test_a_failing_step_is_an_error_with_its_reason_and_leaves_the_release(
     err = capsys.readouterr().err
     assert "curated_rollouts" in err and "Traceback" not in err
     assert complete_release(out) == before
+
+
+def test_a_second_release_into_the_same_out_moves_the_link(
+    tmp_path: Path, runs_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out`` is the link, never the release directory it points at: a changed release
+    into the same ``--out`` swaps the link and nests nothing inside the releases."""
+    build_trial(runs_root)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("BF_STAGING_DIR", str(tmp_path / "staging"))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+    out = tmp_path / "out"
+    argv = ["release", "--runs", str(runs_root), "--out", str(out)]
+    assert main(argv) == 0
+    first = complete_release(out)
+    healthy_spec(task="other-task").write(runs_root)
+    assert main(argv) == 0
+    assert out.is_symlink() and complete_release(out) != first
+    store = tmp_path / "out.releases"
+    assert {p.parent for p in store.rglob("manifest.json")} == {
+        d / "meta" for d in store.iterdir() if d.is_dir()
+    }  # every release directory is one release, none inside another
+    assert not [p for p in store.rglob("*") if p.name.endswith(".lock")]

@@ -169,7 +169,8 @@ def run_release(
     roots = [str(Path(r).resolve()) for r in runs] or [str(default_run_root())]
     if not runs and tasks is None and default_tasks_root().is_dir():
         tasks = str(default_tasks_root())  # the sample's task tree goes with the sample runs
-    out = Path(out_dir).resolve() if out_dir else default_out_dir()
+    # never resolve --out: it is a link to the current release, and must stay the link
+    out = Path(os.path.abspath(out_dir)) if out_dir else default_out_dir()
     try:
         check_targets(out, hub_repo)  # nothing is touched when a precondition fails
     except PublishError as exc:
@@ -267,7 +268,8 @@ def _release(
     from bf_assets.defs.publish import PublishTarget
     from bf_assets.defs.resources import RunRoots, default_out_dir
 
-    out = Path(out_dir).resolve() if out_dir else default_out_dir()
+    # never resolve --out: it is a link to the current release, and must stay the link
+    out = Path(os.path.abspath(out_dir)) if out_dir else default_out_dir()
     target_cfg: dict[str, Any] = {"out_dir": str(out), "hub_repo": hub_repo}
     if staging_dir:
         target_cfg["staging_dir"] = staging_dir
