@@ -127,13 +127,27 @@ def _keyword_hits(text: str) -> Iterator[str]:
     for line in text.splitlines():
         if len(line) < 4 or not _KEYWORD_HINT.search(line):
             continue
-        if heuristic.is_indirect_reference(line):
-            continue
-        for rx, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items():
-            for m in rx.finditer(line):
-                value = m.group(group)
-                if value and not _ours(value) and not _keyword_filtered(value):
-                    yield KEYWORD_TYPE
+        values = [
+            value
+            for rx, group in QUOTES_REQUIRED_DENYLIST_REGEX_TO_GROUP.items()
+            for m in rx.finditer(line)
+            if (value := m.group(group)) and not _ours(value) and not _keyword_filtered(value)
+        ]
+        # detect-secrets drops every hit of a line that looks like an indirect reference
+        # (``secret = get_key()``); its regex is slow on long lines, so it runs only on the
+        # lines that have a hit to drop
+        if values and not _indirect_reference(line):
+            yield from (KEYWORD_TYPE for _ in values)
+
+
+def _indirect_reference(line: str) -> bool:
+    """detect-secrets' ``is_indirect_reference``, after the cheap tests its regex implies (an
+    assignment or comparison sign, then an opening and a closing bracket)."""
+    if not any(c in line for c in ":=!") or not any(c in line for c in "[("):
+        return False
+    if not any(c in line for c in "])"):
+        return False
+    return heuristic.is_indirect_reference(line)
 
 
 def detect(text: str) -> list[str]:

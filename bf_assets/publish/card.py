@@ -146,7 +146,7 @@ def _cleaned(facts: CardFacts) -> CardFacts:
             **{k: clean_value(getattr(e, k)) for k in e.__slots__ if k != "slot"},
             slot=tuple(clean_value(list(e.slot))),
         )
-        for e in facts.excluded
+        for e in _excluded_sample(facts.excluded)  # only what the card shows
     ]
     return CardFacts(
         pretty_name=clean_value(facts.pretty_name),
@@ -423,7 +423,23 @@ def render_license(facts: CardFacts) -> str:
     return "\n".join(lines)
 
 
+CARD_EXCLUDED_PER_REASON = 50
+
+
+def _excluded_sample(excluded: Sequence[Any]) -> list[Any]:
+    """The first :data:`CARD_EXCLUDED_PER_REASON` excluded trials of each reason, in order."""
+    seen: Counter[str] = Counter()
+    out = []
+    for e in excluded:
+        seen[e.reason] += 1
+        if seen[e.reason] <= CARD_EXCLUDED_PER_REASON:
+            out.append(e)
+    return out
+
+
 def render_card(facts: CardFacts) -> str:
+    n_excluded = len(facts.excluded)
+    by_reason = Counter(e.reason for e in facts.excluded)  # our own reason names
     f = _cleaned(facts)
     n = f.configs.get(DEFAULT_CONFIG, 0)
     p = [_header(f), f"\n# {f.pretty_name}\n\n"]
@@ -458,10 +474,10 @@ def render_card(facts: CardFacts) -> str:
         p.append(f"By {title}:\n\n" + _table([title, "rollouts"], _counts(f.rows, key)) + "\n")
     p.append(_uses_section())
     p.append("## How it was built and reviewed\n\n")
-    reviewed = len(f.rows) + len(f.excluded)
+    reviewed = len(f.rows) + n_excluded
     p.append(
-        f"- {reviewed} trial(s) reviewed: {len(f.rows)} exported, {len(f.excluded)} "
-        f"excluded (each listed below with its reason); release verdict **{f.verdict}** "
+        f"- {reviewed} trial(s) reviewed: {len(f.rows)} exported, {n_excluded} "
+        f"excluded (listed below with their reasons); release verdict **{f.verdict}** "
         "(`checks.md` §3).\n"
         "- Every exported trial passed the hard trajectory gate and the audits of the review "
         "contract (`checks.md`: skills, reward hacking, verifier isolation, attribution, "
@@ -474,15 +490,23 @@ def render_card(facts: CardFacts) -> str:
         "exported. The review report that decided this release ships with it in `report/`.\n"
         "- Rows are ordered by `rollout_id`; the shards are deterministic (same input, same bytes).\n"
     )
-    p.append(f"\n## Excluded trials ({len(f.excluded)})\n\n")
-    by_reason = Counter(e.reason for e in f.excluded)
+    p.append(f"\n## Excluded trials ({n_excluded})\n\n")
     p.append(_table(["reason", "trials"], sorted(by_reason.items())) + "\n")
+    # The card stays readable (and its size bounded) on any corpus: the per-trial table
+    # names the first trials of each reason; the manifest lists every excluded trial.
+    shown = f.excluded
     p.append(
         _table(
             ["job", "rollout", "outcome", "verdict", "reason", "detail"],
-            [(e.job, e.rollout, e.outcome, e.verdict, e.reason, e.detail) for e in f.excluded],
+            [(e.job, e.rollout, e.outcome, e.verdict, e.reason, e.detail) for e in shown],
         )
     )
+    if len(shown) < n_excluded:
+        p.append(
+            f"\n{len(shown)} of {n_excluded} excluded trials are listed here (at most "
+            f"{CARD_EXCLUDED_PER_REASON} per reason); `{MANIFEST_PATH}` (`excluded`) and "
+            "`report/review.json` list every one with its reason.\n"
+        )
     if f.not_ingested:
         p.append(
             "\nFound under the run roots but not reviewed (nothing of them is included): "
