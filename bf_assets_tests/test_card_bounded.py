@@ -34,7 +34,9 @@ def _card(excluded: list[Decision]) -> str:
         license="other",
         verdict="publishable",
         configs={"rollouts": 1},
-        rows=[{"task_id": "task", "harness": "h", "model": "m", "skill_mode": "x", "outcome": "pass"}],
+        rows=[
+            {"task_id": "task", "harness": "h", "model": "m", "skill_mode": "x", "outcome": "pass"}
+        ],
         excluded=excluded,
         stats=CleanStats(),
         jobs=["jobs/j"],

@@ -21,17 +21,18 @@ memory, another process holding it in exclusive mode) keeps its mode.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sqlite3
 import threading
 from collections import OrderedDict
 from typing import Any
 
+from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
     SqliteEventLogStorageWatchdog,
 )
-from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sqlite_storage import (
@@ -107,10 +108,8 @@ def release_keepers() -> None:
     with _lock:
         while _keepers:
             _, conn = _keepers.popitem(last=False)
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 conn.close()
-            except sqlite3.Error:
-                pass
 
 
 class _WalWatchdog(SqliteEventLogStorageWatchdog):
