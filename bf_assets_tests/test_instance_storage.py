@@ -1,5 +1,6 @@
-"""The shipped instance's storage: Dagster's SQLite files in WAL mode, readable and watchable
-by other processes while a run writes, checkpointed when the writer exits."""
+"""The project-local instance's SQLite files in WAL mode (``bf_assets.defs.storage``):
+written without an fsync per event, readable and watchable by other processes while a run
+writes, folded back into the database files when the writer exits."""
 
 from __future__ import annotations
 
@@ -16,10 +17,22 @@ import dagster as dg
 import pytest
 
 from bf_assets.defaults import default_file
-from bf_assets.defs.storage import (
-    LocalSqliteStorage,
-    WalSqliteEventLogStorage,
-    release_keepers,
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import dagster as dg
+    import bf_assets.definitions  # what a run worker loads before it writes events
+    inst = dg.DagsterInstance.get()
+    run = inst.get_run_by_id(sys.argv[1])
+    for i in range(int(sys.argv[2])):
+        inst.report_engine_event(f"event {i}", run)
+    Path(sys.argv[3]).write_text("written")
+    deadline = time.monotonic() + 120
+    while not Path(sys.argv[4]).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # alive, holding the run's database, until the reader has seen it all
+    """
 )
 
 
@@ -29,6 +42,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h.mkdir()
     (h / "dagster.yaml").write_bytes(default_file("dagster.yaml"))
     monkeypatch.setenv("DAGSTER_HOME", str(h))
+    monkeypatch.delenv("BF_SQLITE_WAL", raising=False)
     return h
 
 
@@ -44,36 +58,30 @@ def _mode(path: Path) -> str:
         conn.close()
 
 
-WRITER = textwrap.dedent(
-    """
-    import sys
-    import dagster as dg
-    inst = dg.DagsterInstance.get()
-    run = inst.get_run_by_id(sys.argv[1])
-    for i in range(int(sys.argv[2])):
-        inst.report_engine_event(f"event {i}", run)
-    """
-)
+def _writer(home: Path, run_id: str, n: int, tmp: Path, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, run_id, str(n), str(tmp / "written"), str(tmp / "stop")],
+        env={**os.environ, "DAGSTER_HOME": str(home), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def test_shipped_instance_uses_wal_storage(home: Path) -> None:
-    with dg.DagsterInstance.get() as inst:
-        assert inst.get_ref().storage_data.class_name == LocalSqliteStorage.__name__
-        assert isinstance(inst.event_log_storage, WalSqliteEventLogStorage)
-        run = inst.create_run_for_job(dg.GraphDefinition(name="g", node_defs=[]).to_job())
-        inst.report_engine_event("hello", run)
-        shards = {p.name for p in (home / "history" / "runs").glob("*.db")}
-        assert f"{run.run_id}.db" in shards and "index.db" in shards
-        for db in [home / "history" / "runs.db", home / "history" / "runs" / "index.db"]:
-            assert _mode(db) == "wal", db
-        assert _mode(home / "history" / "runs" / f"{run.run_id}.db") == "wal"
-        logs = [_text(e) for e in inst.all_logs(run.run_id)]
-        assert "hello" in logs
+def _wait(path: Path, proc: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 300
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the writer did not finish"
+        time.sleep(0.1)
 
 
-def test_other_process_reads_and_watches_events(home: Path) -> None:
-    """What the webserver does while a run worker writes: read every event at once, and be
-    woken for new ones (the run's log view)."""
+def test_a_run_worker_writes_the_instance_in_wal_mode_and_a_watcher_sees_it_live(
+    home: Path, tmp_path: Path
+) -> None:
+    """What the webserver does while a run worker writes: Dagster's own (untuned) storage
+    reads every event and its run-log watcher is woken for each one while the run is still
+    going, not only when it ends."""
     with dg.DagsterInstance.get() as inst:
         run = inst.create_run_for_job(dg.GraphDefinition(name="g", node_defs=[]).to_job())
         seen: list[str] = []
@@ -85,45 +93,68 @@ def test_other_process_reads_and_watches_events(home: Path) -> None:
                 got_all.set()
 
         inst.event_log_storage.watch(run.run_id, None, on_event)
+        proc = _writer(home, run.run_id, 20, tmp_path)
         try:
-            proc = subprocess.run(
-                [sys.executable, "-c", WRITER, run.run_id, "20"],
-                env={**os.environ},
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-            assert proc.returncode == 0, proc.stderr
-            # the writer has exited: every event is in the database for any reader
+            _wait(tmp_path / "written", proc)
+            assert _mode(home / "history" / "runs" / f"{run.run_id}.db") == "wal"
             logs = [_text(e) for e in inst.all_logs(run.run_id)]
             assert [m for m in logs if m.startswith("event ")] == [f"event {i}" for i in range(20)]
-            deadline = time.monotonic() + 60
-            while not got_all.is_set() and time.monotonic() < deadline:
-                got_all.wait(0.5)
+            got_all.wait(60)  # the writer is still alive and holds the database
             assert got_all.is_set(), f"the watcher saw {seen}"
+            assert proc.poll() is None
         finally:
+            (tmp_path / "stop").write_text("")
+            proc.wait(120)
             inst.event_log_storage.end_watch(run.run_id, on_event)
-        # once every process has let go of the run's database (the writer at its exit, this
-        # one now), the log is folded into the database file
-        release_keepers()
-        wal = home / "history" / "runs" / f"{run.run_id}.db-wal"
-        assert not wal.exists() or wal.stat().st_size == 0
+        assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
 
 
-def test_existing_home_keeps_its_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A home made with Dagster's default SQLite storage opens with the shipped storage and
-    keeps its runs (same files, same layout)."""
-    h = tmp_path / "home"
-    h.mkdir()
-    monkeypatch.setenv("DAGSTER_HOME", str(h))
-    (h / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+def _holds(pid: int, path: Path) -> bool:
+    """Whether process ``pid`` has ``path`` open (Linux)."""
+    fds = Path(f"/proc/{pid}/fd")
+    target = os.path.realpath(path)
+    for fd in fds.iterdir():
+        try:
+            if os.path.realpath(fd.readlink()) == target:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_the_writer_keeps_the_log_open_unless_turned_off(
+    home: Path, tmp_path: Path, setting: str
+) -> None:
+    """Tuned, the writer keeps one idle connection on the run's database after its commits
+    (so they do not each fold the log back with its syncs); ``BF_SQLITE_WAL=0`` leaves
+    Dagster's own behaviour: nothing stays open."""
     with dg.DagsterInstance.get() as inst:
         run = inst.create_run_for_job(dg.GraphDefinition(name="g", node_defs=[]).to_job())
-        inst.report_engine_event("before", run)
-    (h / "dagster.yaml").write_bytes(default_file("dagster.yaml"))
+    proc = _writer(home, run.run_id, 3, tmp_path, BF_SQLITE_WAL=setting)
+    try:
+        _wait(tmp_path / "written", proc)
+        held = _holds(proc.pid, home / "history" / "runs" / f"{run.run_id}.db")
+    finally:
+        (tmp_path / "stop").write_text("")
+        proc.wait(120)
+    assert proc.returncode == 0
+    assert held is (setting == "1")
+
+
+def test_the_writer_folds_the_log_back_when_it_exits(home: Path, tmp_path: Path) -> None:
     with dg.DagsterInstance.get() as inst:
-        assert inst.get_ref().storage_data.class_name == LocalSqliteStorage.__name__
-        assert inst.get_run_by_id(run.run_id) is not None
-        inst.report_engine_event("after", inst.get_run_by_id(run.run_id))
-        messages = [_text(e) for e in inst.all_logs(run.run_id)]
-        assert "before" in messages and "after" in messages
+        run = inst.create_run_for_job(dg.GraphDefinition(name="g", node_defs=[]).to_job())
+    (tmp_path / "stop").write_text("")  # exit right after writing
+    proc = _writer(home, run.run_id, 5, tmp_path)
+    proc.wait(300)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    wal = home / "history" / "runs" / f"{run.run_id}.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    conn = sqlite3.connect(home / "history" / "runs" / f"{run.run_id}.db")
+    try:
+        n = conn.execute("SELECT count(*) FROM event_logs").fetchone()[0]
+    finally:
+        conn.close()
+    assert n >= 5

@@ -263,6 +263,10 @@ def _release(
     ensure_instance_home()
     import dagster as dg
 
+    from bf_assets.defs.storage import tune_instance_storage
+
+    tune_instance_storage()
+
     from bf_assets.definitions import build_defs
     from bf_assets.defs.partitions import job_partitions
     from bf_assets.defs.publish import PublishTarget
