@@ -20,7 +20,8 @@ import hashlib
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,18 @@ from bf_assets.review.options import ReviewOptions
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+# Trials per ingest run: a range of job partitions is ingested in runs of at most this many
+# trials, so the reviews and tables one run holds stay bounded however large the corpus.
+INGEST_RUN_TRIALS_ENV = "BF_INGEST_RUN_TRIALS"
+DEFAULT_INGEST_RUN_TRIALS = 5000
+
+
+def ingest_run_trials() -> int:
+    raw = os.environ.get(INGEST_RUN_TRIALS_ENV, "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_INGEST_RUN_TRIALS
+    except ValueError:
+        return DEFAULT_INGEST_RUN_TRIALS
 
 
 @dataclass(slots=True)
@@ -134,17 +147,29 @@ def _failure_text(event: Any) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def partition_blocks(order: Sequence[str], keys: Sequence[str]) -> list[list[str]]:
+def partition_blocks(
+    order: Sequence[str],
+    keys: Sequence[str],
+    sizes: Mapping[str, int] | None = None,
+    max_trials: int | None = None,
+) -> list[list[str]]:
     """``keys`` as blocks of consecutive partitions of ``order`` (the instance's partition
-    order), so a partition range never takes in a partition that is not in ``keys``."""
+    order), so a partition range never takes in a partition that is not in ``keys``; with
+    ``sizes`` (trials per partition) a block holds at most ``max_trials`` trials (a larger
+    partition is a block of its own), so one ingest run's memory is bounded."""
     position = {k: i for i, k in enumerate(order)}
     blocks: list[list[str]] = []
     last = -2
+    held = 0
     for k in sorted(set(keys), key=lambda k: position[k]):
-        if position[k] == last + 1 and blocks:
+        n = sizes.get(k, 0) if sizes else 0
+        full = max_trials is not None and blocks and held + n > max_trials
+        if position[k] == last + 1 and blocks and not full:
             blocks[-1].append(k)
+            held += n
         else:
             blocks.append([k])
+            held = n
         last = position[k]
     return blocks
 
@@ -188,11 +213,21 @@ def run_release(
         # The trials are read and reviewed in worker processes while Dagster starts; the
         # ingest run collects that batch when its trials and options are the same.
         trials = discover_trials(roots)
-        prefetch(trials, ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine))
+        sizes = Counter(t.job_key for t in trials)
+        keys = sorted(sizes)
+        # the first ingest run's trials (the partition order of a new instance is this
+        # sorted order; a mismatch only means the first run reads its trials itself)
+        first = partition_blocks(keys, keys, sizes, ingest_run_trials())[:1]
+        wanted = set(first[0]) if first else set()
+        prefetch(
+            [t for t in trials if t.job_key in wanted],
+            ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine),
+        )
         try:
             return _release(
                 roots,
-                sorted({t.job_key for t in trials}),
+                keys,
+                sizes,
                 str(out),
                 hub_repo,
                 tasks=tasks,
@@ -228,13 +263,17 @@ def _waiting_lock(path: Path, what: str) -> Iterator[None]:
 
 
 def _ingest(
-    job: Any, instance: Any, order: Sequence[str], keys: Sequence[str]
+    job: Any,
+    instance: Any,
+    order: Sequence[str],
+    keys: Sequence[str],
+    sizes: Mapping[str, int] | None = None,
 ) -> tuple[list[str], list[str]]:
-    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions); the
-    keys of the runs that failed, and why."""
+    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions of at
+    most :func:`ingest_run_trials` trials); the keys of the runs that failed, and why."""
     failed: list[str] = []
     why: list[str] = []
-    for block in partition_blocks(order, keys):
+    for block in partition_blocks(order, keys, sizes, ingest_run_trials()):
         res = job.execute_in_process(
             instance=instance,
             raise_on_error=False,
@@ -251,6 +290,7 @@ def _ingest(
 def _release(
     roots: list[str],
     keys: list[str],
+    sizes: Mapping[str, int],
     out_dir: str | None,
     hub_repo: str | None,
     *,
@@ -289,7 +329,7 @@ def _release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys)
+    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys, sizes)
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:

@@ -1,0 +1,75 @@
+"""``bf-assets release`` ingests a large corpus in runs of bounded size (``BF_INGEST_RUN_TRIALS``
+trials at most), and the release it publishes is the same, byte for byte."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bf_assets.cli.main import main
+from bf_assets.cli.release import partition_blocks
+from bf_assets.sample.generator import generate_corpus
+
+
+def test_blocks_respect_the_order_and_the_trial_budget() -> None:
+    order = ["a", "b", "c", "d", "e", "f"]
+    sizes = {"a": 40, "b": 40, "c": 40, "d": 300, "e": 10, "f": 10}
+    assert partition_blocks(order, order) == [order]
+    assert partition_blocks(order, order, sizes, 100) == [["a", "b"], ["c"], ["d"], ["e", "f"]]
+    # a gap in the keys still splits, and a budget never merges across it
+    assert partition_blocks(order, ["a", "c", "e", "f"], sizes, 1000) == [["a"], ["c"], ["e", "f"]]
+    blocks = partition_blocks(order, order, sizes, 50)
+    assert [k for b in blocks for k in b] == order
+    assert all(sum(sizes[k] for k in b) <= 50 or len(b) == 1 for b in blocks)
+
+
+def _digests(out: Path) -> dict[str, str]:
+    root = out.resolve()
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _release(tmp: Path, corpus: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp / name / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp / name / "warehouse"))
+    monkeypatch.setenv("BF_STAGING_DIR", str(tmp / name / "staging"))
+    out = tmp / name / "out"
+    code = main(
+        [
+            "release",
+            "--runs",
+            str(corpus / "jobs"),
+            "--tasks",
+            str(corpus / "tasks"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    return out
+
+
+def test_a_release_in_bounded_ingest_runs_publishes_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, 230, seed=3)  # three job directories: 100, 100 and 30 trials
+    assert len(list((corpus / "jobs").iterdir())) == 3
+    monkeypatch.delenv("BF_INGEST_RUN_TRIALS", raising=False)
+    whole = _release(tmp_path, corpus, "one-run", monkeypatch)
+    monkeypatch.setenv("BF_INGEST_RUN_TRIALS", "100")
+    split = _release(tmp_path, corpus, "three-runs", monkeypatch)
+    with dg.DagsterInstance.get() as inst:  # the split release's instance
+        ingest = inst.get_run_records(dg.RunsFilter(job_name="ingest_job"))
+        assert len(ingest) == 3
+        assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in ingest)
+    a, b = _digests(whole), _digests(split)
+    assert a and a == b
