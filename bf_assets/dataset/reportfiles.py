@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,22 +37,74 @@ class ReportContext:
     quarantine_path: str | None = None
 
 
-def report_payload(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
-    trials = []
-    for t in ds.trials:
-        row = t.to_json()
-        d = ds.decision.get(trial_key(t))
-        if d is not None:
-            row["exported"] = d.exported
-            row["export_reason"] = d.reason
-            row["export_detail"] = d.detail
-        trials.append(row)
+def _trial_row(ds: DatasetReview, t: Any) -> dict[str, Any]:
+    row = t.to_json()
+    d = ds.decision.get(trial_key(t))
+    if d is not None:
+        row["exported"] = d.exported
+        row["export_reason"] = d.reason
+        row["export_detail"] = d.detail
+    return row
+
+
+def _head(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
     return {
         "release_verdict": ds.release_verdict,
         "roots": list(ctx.roots),
         "summary": ds.summary(),
-        "trials": trials,
     }
+
+
+def report_payload(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
+    """The whole report JSON as one value (what :func:`write_report_json` streams)."""
+    return {**_head(ds, ctx), "trials": [_trial_row(ds, t) for t in ds.trials]}
+
+
+_INDENT = orjson.OPT_INDENT_2
+
+
+def write_report_json(
+    ds: DatasetReview,
+    path: Path,
+    ctx: ReportContext,
+    clean: Callable[[Any], Any] | None = None,
+    on_row: Callable[[Any], None] | None = None,
+) -> None:
+    """``report/review.json`` written one trial at a time (the bytes
+    ``orjson.dumps(report_payload(...), option=OPT_INDENT_2)`` gives, cleaned value by value
+    with ``clean``), so the report of a corpus of any size never sits in memory whole;
+    ``on_row`` sees each cleaned trial row as written (the publish scan)."""
+    head = _head(ds, ctx)
+    if clean is not None:
+        head = clean(head)
+    if on_row is not None:
+        on_row(head)
+    lead = orjson.dumps(head, option=_INDENT, default=str)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
+            if lead == b"{}":
+                fh.write(b'{\n  "trials": [')
+            else:
+                fh.write(lead[:-2] + b',\n  "trials": [')
+            first = True
+            for t in ds.trials:
+                row = _trial_row(ds, t)
+                if clean is not None:
+                    row = clean(row)
+                if on_row is not None:
+                    on_row(row)
+                body = orjson.dumps(row, option=_INDENT, default=str)
+                fh.write(b"\n    " if first else b",\n    ")
+                fh.write(body.replace(b"\n", b"\n    "))
+                first = False
+            fh.write(b"]\n}" if first else b"\n  ]\n}")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -77,6 +129,7 @@ def report_files(
     *,
     clean: bool,
     links: Sequence[tuple[str, str]] = (),
+    on_row: Callable[[Any], None] | None = None,
 ) -> tuple[Path, Path]:
     """Write ``<out_dir>/report/review.md`` and ``review.json`` (each atomically); with
     ``clean`` every value is cleaned like an export row (secrets, host paths, banned keys).
@@ -91,14 +144,14 @@ def report_files(
     )
     if links:
         md += "\n## Links\n\n" + "".join(f"- [{text}]({target})\n" for text, target in links)
-    payload: Any = report_payload(ds, ctx)
+    cleaner = None
     if clean:
-        from bf_assets.curate.clean import clean_value
+        from bf_assets.curate.clean import Cleaner
 
-        md = clean_value(md)
-        payload = clean_value(payload)
+        cleaner = Cleaner()  # one cache for the whole report
+        md = cleaner.value(md)
     out = Path(out_dir)
     md_path, js_path = out / REPORT_MD, out / REPORT_JSON
     write_atomic(md_path, md.encode("utf-8"))
-    write_atomic(js_path, orjson.dumps(payload, option=orjson.OPT_INDENT_2, default=str))
+    write_report_json(ds, js_path, ctx, cleaner.value if cleaner is not None else None, on_row)
     return md_path, js_path

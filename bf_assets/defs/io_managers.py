@@ -251,8 +251,8 @@ class ParquetIOManager(dg.ConfigurableIOManagerFactory):
 
 class PickleUPathIOManager(dg.UPathIOManager):
     """Stores a Python object (the dataset review) as a pickle under ``base_path``; within
-    one run an unchanged local file is unpickled once (curation, the six checks and the
-    publish step all read the same review)."""
+    one run an unchanged local file is unpickled at most once (curation, the six checks and the
+    publish step all read the same review; in the process that wrote it, none of them does)."""
 
     extension: str = ".pickle"
 
@@ -270,6 +270,9 @@ class PickleUPathIOManager(dg.UPathIOManager):
         finally:
             if tmp.exists():
                 tmp.unlink()
+        sig = _local_signature(path)
+        if sig is not None:  # the steps after it in this process read it without unpickling
+            self._loaded = {str(path): (sig, obj)}
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)

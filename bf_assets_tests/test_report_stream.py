@@ -1,0 +1,67 @@
+"""``report/review.json`` is written one trial at a time, with the exact bytes of the whole
+document dumped at once (cleaned or not), and with every cleaned row handed to the scan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from trialkit import build_trial, healthy_spec
+
+from bf_assets.curate.clean import clean_value
+from bf_assets.dataset.reportfiles import (
+    REPORT_JSON,
+    ReportContext,
+    report_files,
+    report_payload,
+    write_report_json,
+)
+from bf_assets.publish.bundle import review_exports
+
+SECRET = "sk-ant-api03-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVbNm-AAAA"
+
+
+def _dataset(runs_root: Path):  # type: ignore[no-untyped-def]
+    reviews = [build_trial(runs_root, rollout_id="aaaa0001").review()]
+    reviews.append(healthy_spec(task="other-task", rollout_id="bbbb0002").write(runs_root).review())
+    return review_exports(reviews)[0]
+
+
+def test_streamed_json_is_the_whole_document_byte_for_byte(runs_root: Path, tmp_path: Path) -> None:
+    ds = _dataset(runs_root)
+    ctx = ReportContext(roots=[str(runs_root / "jobs")])
+    plain = tmp_path / "plain.json"
+    write_report_json(ds, plain, ctx)
+    want = orjson.dumps(report_payload(ds, ctx), option=orjson.OPT_INDENT_2, default=str)
+    assert plain.read_bytes() == want
+    cleaned = tmp_path / "cleaned.json"
+    rows: list[object] = []
+    write_report_json(ds, cleaned, ctx, clean_value, rows.append)
+    want_clean = orjson.dumps(
+        clean_value(report_payload(ds, ctx)), option=orjson.OPT_INDENT_2, default=str
+    )
+    assert cleaned.read_bytes() == want_clean
+    doc = orjson.loads(cleaned.read_bytes())
+    assert rows == [{k: v for k, v in doc.items() if k != "trials"}, *doc["trials"]]
+    assert len(doc["trials"]) == 2
+
+
+def test_a_report_without_trials_is_still_the_whole_document(tmp_path: Path) -> None:
+    ds = review_exports([])[0]
+    ctx = ReportContext()
+    p = tmp_path / "r.json"
+    write_report_json(ds, p, ctx)
+    assert p.read_bytes() == orjson.dumps(report_payload(ds, ctx), option=orjson.OPT_INDENT_2)
+    assert orjson.loads(p.read_bytes())["trials"] == []
+
+
+def test_the_shipped_report_leaks_nothing(runs_root: Path, tmp_path: Path) -> None:
+    ds = _dataset(runs_root)
+    ctx = ReportContext(roots=[str(runs_root), f"/srv/{SECRET}"])
+    report_files(ds, tmp_path / "raw", ctx, clean=False)
+    raw = (tmp_path / "raw" / REPORT_JSON).read_bytes()
+    assert SECRET.encode() in raw and str(runs_root).encode() in raw  # what cleaning removes
+    report_files(ds, tmp_path / "shipped", ctx, clean=True)
+    data = (tmp_path / "shipped" / REPORT_JSON).read_bytes()
+    assert SECRET.encode() not in data and SECRET[13:30].encode() not in data
+    assert str(runs_root).encode() not in data
