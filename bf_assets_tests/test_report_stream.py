@@ -65,3 +65,44 @@ def test_the_shipped_report_leaks_nothing(runs_root: Path, tmp_path: Path) -> No
     data = (tmp_path / "shipped" / REPORT_JSON).read_bytes()
     assert SECRET.encode() not in data and SECRET[13:30].encode() not in data
     assert str(runs_root).encode() not in data
+
+
+def _tampered_bundle(runs_root: Path, tmp_path: Path, compact: bool) -> Path:
+    from bf_assets.publish.bundle import bundle_reviews
+
+    reviews = [
+        build_trial(runs_root, rollout_id="aaaa0001").review(),
+        healthy_spec(task="other-task", rollout_id="bbbb0002").write(runs_root).review(),
+    ]
+    b = bundle_reviews(reviews, tmp_path / "staging")
+    path = b.path / REPORT_JSON
+    doc = orjson.loads(path.read_bytes())
+    doc["trials"][-1]["export_detail"] = f"token {SECRET}"
+    option = 0 if compact else orjson.OPT_INDENT_2
+    path.write_bytes(orjson.dumps(doc, option=option))
+    return b.path
+
+
+def test_verify_scans_every_row_of_a_report_of_any_layout(runs_root: Path, tmp_path: Path) -> None:
+    from bf_assets.publish.verify import verify_bundle
+
+    for compact in (False, True):
+        bundle = _tampered_bundle(
+            runs_root / ("c" if compact else "i"), tmp_path / str(compact), compact
+        )
+        report = verify_bundle(bundle)
+        secrets = [f for f in report.findings["PUBLISH_SECRET"] if f.file == REPORT_JSON]
+        assert secrets, f"compact={compact}: {report.summary()}"
+        assert not report.ok
+
+
+def test_a_clean_report_verifies_row_by_row(runs_root: Path, tmp_path: Path) -> None:
+    from bf_assets.publish.bundle import bundle_reviews
+    from bf_assets.publish.verify import _scan_json_rows, verify_bundle
+
+    reviews = [build_trial(runs_root, rollout_id="aaaa0001").review()]
+    b = bundle_reviews(reviews, tmp_path / "staging")
+    assert verify_bundle(b.path).ok
+    from bf_assets.publish.verify import GateReport
+
+    assert _scan_json_rows(b.path / REPORT_JSON, REPORT_JSON, {}, GateReport())  # its layout
