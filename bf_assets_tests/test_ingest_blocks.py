@@ -64,7 +64,23 @@ def test_a_release_in_bounded_ingest_runs_publishes_the_same_bytes(
     generate_corpus(corpus, 230, seed=3)  # three job directories: 100, 100 and 30 trials
     assert len(list((corpus / "jobs").iterdir())) == 3
     monkeypatch.delenv("BF_INGEST_RUN_TRIALS", raising=False)
+    monkeypatch.delenv("DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS", raising=False)
     whole = _release(tmp_path, corpus, "one-run", monkeypatch)
+    with dg.DagsterInstance.get() as inst:  # one run over the three job partitions
+        (run,) = inst.get_run_records(dg.RunsFilter(job_name="ingest_job"))
+        events = inst.all_logs(run.dagster_run.run_id)
+        planned = [
+            e
+            for e in events
+            if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+        ]
+        done = [
+            e for e in events if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+        ]
+        assert len(planned) == 5  # one per asset, not one per asset and partition
+        assert len(done) == 15  # every partition of every asset is materialized
+        keys = inst.get_materialized_partitions(dg.AssetKey("validated_trials"))
+        assert len(keys) == 3
     monkeypatch.setenv("BF_INGEST_RUN_TRIALS", "100")
     split = _release(tmp_path, corpus, "three-runs", monkeypatch)
     with dg.DagsterInstance.get() as inst:  # the split release's instance
