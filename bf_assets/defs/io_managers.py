@@ -155,7 +155,9 @@ class ParquetUPathIOManager(dg.UPathIOManager):
             if tmp.exists():
                 tmp.unlink()
 
-    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
+    def load_from_path(
+        self, context: dg.InputContext, path: UPath, keep: bool = True
+    ) -> pd.DataFrame:
         sig = _local_signature(path)
         hit = self._parsed.get(str(path))
         if sig is not None and hit is not None and hit[0] == sig:
@@ -166,6 +168,8 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         if sig is None:
             return df
         df.attrs[SOURCE_ATTR] = "|".join(map(str, (path, *sig)))
+        if not keep:
+            return df
         self._parsed[str(path)] = (sig, df)
         return df.copy(deep=False)
 
@@ -222,10 +226,11 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         # a ``dict`` parameter takes whatever partitions exist (every registered job that has
         # a table); a frame parameter needs every partition it asked for
         allow_missing = bool(meta.get("allow_missing_partitions", False)) or _wants_dict(context)
+        keep = bool(meta.get("keep_parsed", True))  # False: read once, not kept for the run
         out: dict[str, pd.DataFrame] = {}
         for key in keys:
             try:
-                out[key] = self.load_from_path(context=context, path=paths[key])
+                out[key] = self.load_from_path(context=context, path=paths[key], keep=keep)
             except FileNotFoundError:
                 if not allow_missing:
                     raise

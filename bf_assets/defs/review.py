@@ -22,27 +22,32 @@ from bf_assets.dataset.reportfiles import report_files
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.resources import RunRoots, local_warehouse
-from bf_assets.review.tables import VALIDATED_COLUMNS, reviews_from_frame
+from bf_assets.review.record import TrialReview
+from bf_assets.review.tables import reviews_from_frame
 
 ALL_PARTITIONS = {"allow_missing_partitions": True}
+# read once, by this step alone: the IO manager does not keep the parsed tables for the run
+READ_ONCE = {**ALL_PARTITIONS, "keep_parsed": False}
 DATASET_IO = "dataset_io_manager"
 
 
-def _all(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> pd.DataFrame:
-    """Every validated row of the configured run roots (a partition of the same name under
-    another run root, reviewed by another release on this instance, is left out)."""
+def _reviews(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> list[TrialReview]:
+    """The reviews of every validated row of the configured run roots, partition by partition
+    in key order (a partition of the same name under another run root, reviewed by another
+    release on this instance, is left out).  Each partition's frame is let go once its rows
+    are read, so the tables and the reviews are never all in memory twice."""
     allowed = {str(Path(r).resolve()) for r in roots}
-    frames = []
-    for _, df in sorted(validated_trials.items()):
+    out: list[TrialReview] = []
+    for key in sorted(validated_trials):
+        df = validated_trials.pop(key)
         if df is None or df.empty:
             continue
         ours = [r for r in df["root"].unique() if str(Path(str(r)).resolve()) in allowed]
         mine = df["root"].isin(ours)  # one resolve per distinct root, not per row
         if mine.any():
-            frames.append(df[mine])
-    return (
-        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=VALIDATED_COLUMNS)
-    )
+            out.extend(reviews_from_frame(df[mine] if not mine.all() else df))
+        del df
+    return out
 
 
 def not_ingested(expected: list[str], loaded: set[str], roots: list[str]) -> list[str]:
@@ -66,7 +71,7 @@ def _flat(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
-    reviews = reviews_from_frame(_all(validated_trials, run_roots.roots))
+    reviews = _reviews(validated_trials, run_roots.roots)
     return assemble(
         reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
     )
@@ -85,7 +90,7 @@ def _out(description: str, io_manager_key: str = PARQUET_IO, name: str = "") -> 
 
 
 @dg.multi_asset(
-    ins={"validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS)},
+    ins={"validated_trials": dg.AssetIn(metadata=READ_ONCE)},
     outs={
         "coverage": _out(
             "One row per slot of the experiment plan (or of the observed cells without a plan): "
@@ -113,9 +118,10 @@ def dataset_review(
     validated_trials: dict[str, pd.DataFrame],
 ) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[DatasetReview]]:
     """Assemble the dataset review once over every job partition and return its three views."""
-    ds = _dataset(validated_trials, run_roots)
+    loaded = set(validated_trials)
+    ds = _dataset(validated_trials, run_roots)  # lets go of each table once read
     expected = context.asset_partition_keys_for_input("validated_trials")
-    ds.not_ingested = not_ingested(list(expected), set(validated_trials), run_roots.roots)
+    ds.not_ingested = not_ingested(list(expected), loaded, run_roots.roots)
     if ds.not_ingested:
         context.log.warning(
             "job directories under the run roots without validated_trials: "
