@@ -30,7 +30,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -39,7 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORK = REPO_ROOT / "bench" / "corpora"
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
 
-SCENARIOS = ("small", "heavy", "scale", "dagster", "cache")
+SCENARIOS = ("small", "heavy", "scale", "dagster", "cache", "release-scale")
 DEFAULT_SCENARIOS = ("small", "heavy")
 
 MARKER_NAME = ".bench-corpus.json"
@@ -55,17 +55,28 @@ HEAVY_JOB = "2026-01-01__00-00-00"
 class Sizes:
     small: int
     heavy_exchanges: int
-    scale: tuple[int, ...]
+    scale: tuple[int, ...]  # the third one is the "20,000" point of the flat-memory target
+    release: tuple[int, ...] = ()  # release-scale: the first is the reference size
 
 
-FULL_SIZES = Sizes(small=2000, heavy_exchanges=400, scale=(1000, 5000, 20000))
-QUICK_SIZES = Sizes(small=40, heavy_exchanges=20, scale=(40, 80, 160))
+FULL_SIZES = Sizes(
+    small=2000,
+    heavy_exchanges=400,
+    scale=(1000, 5000, 20000, 100000),
+    release=(2000, 20000, 100000),
+)
+QUICK_SIZES = Sizes(small=40, heavy_exchanges=20, scale=(40, 80, 160, 320), release=(40, 160, 320))
+# Points of at least this many trials are timed --scale-runs times (scale, release-scale).
+BIG_POINT_TRIALS = 20000
+QUICK_BIG_POINT_TRIALS = 160
 
 # Targets (README.md): ratios are ours/theirs unless stated otherwise.
-HEAVY_MAX_WALL_RATIO = 1 / 5
+HEAVY_MAX_WALL_RATIO = 1 / 10
 HEAVY_MAX_RSS_RATIO = 1 / 4
 HEAVY_MAX_RSS_MB = 200.0
 SMALL_MAX_WALL_RATIO = 1.0
+SMALL_MAX_CPU_RATIO = 1.0
+RELEASE_MAX_RSS_GROWTH = 1.5
 SCALE_MAX_GROWTH = 1.5
 DAGSTER_MAX_RATIO = 2.0
 CACHE_MIN_SPEEDUP = 10.0
@@ -219,6 +230,44 @@ with open(spec["stdout"], "wb") as out, open(spec["stderr"], "wb") as err:
                       utime_s=usage.ru_utime, stime_s=usage.ru_stime)
 with open(spec["result"], "w", encoding="utf-8") as fh:
     json.dump(result, fh)
+"""
+
+
+# The floor: what reading every byte of a corpus once and parsing every JSON / JSONL file
+# once with orjson costs (standard library + orjson, one process).  Any review must at least
+# do this much; the tools' figures are shown beside it.
+FLOOR_SOURCE = """
+import os, sys, orjson
+files = nbytes = values = errors = 0
+stack = [sys.argv[1]]
+while stack:
+    d = stack.pop()
+    with os.scandir(d) as it:
+        entries = list(it)
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            stack.append(e.path)
+            continue
+        with open(e.path, "rb") as fh:
+            data = fh.read()
+        files += 1
+        nbytes += len(data)
+        if e.name.endswith(".jsonl"):
+            for line in data.split(b"\\n"):
+                if line.strip():
+                    try:
+                        orjson.loads(line)
+                        values += 1
+                    except orjson.JSONDecodeError:
+                        errors += 1
+        elif e.name.endswith(".json"):
+            try:
+                orjson.loads(data)
+                values += 1
+            except orjson.JSONDecodeError:
+                errors += 1
+sys.stdout.write(orjson.dumps({"files": files, "bytes": nbytes, "json_values": values,
+                               "parse_errors": errors}).decode() + "\\n")
 """
 
 
@@ -603,6 +652,7 @@ class Tools:
         self.fresh_instance: bool = args.fresh_instance
         self._template: Path | None = None
         self.failed_runs = 0
+        self.floor_problem: str | None = None
 
     # -- availability ----------------------------------------------------------------------
 
@@ -644,6 +694,11 @@ class Tools:
         if not ok:
             self.release_problem = f"`{shlex.join(base)} --help` failed ({text})"
 
+    def check_floor(self) -> None:
+        ok, text = _probe([sys.executable, "-c", "import orjson"], _child_env(), self.scratch)
+        if not ok:
+            self.floor_problem = f"orjson is not importable by {sys.executable} ({text})"
+
     @property
     def has_cache_flag(self) -> bool:
         return bool(self.cache_flag) and self.cache_flag in self.ours_help
@@ -670,6 +725,11 @@ class Tools:
         assert self.validator is not None
         return Invocation(
             [sys.executable, str(self.validator), str(jobs), "--json"], _child_env(), self.scratch
+        )
+
+    def floor(self, jobs: Path) -> Invocation:
+        return Invocation(
+            [sys.executable, "-c", FLOOR_SOURCE, str(jobs)], _child_env(), self.scratch
         )
 
     def instance_template(self) -> Path | None:
@@ -730,12 +790,15 @@ class SideStats:
     wall_min_s: float | None
     rss_median_mb: float | None
     rss_max_mb: float | None
+    cpu_median_s: float | None = None  # user + system, the child and its waited-for children
+    cpu_min_s: float | None = None
 
 
 def side_stats(side: Side, ms: list[Measurement]) -> SideStats:
     good = [m for m in ms if m.ok]
     walls = [m.wall_s for m in good]
     rss = [m.peak_rss_mb for m in good]
+    cpu = [m.cpu_s for m in good]
     return SideStats(
         key=side.key,
         label=side.label,
@@ -745,6 +808,8 @@ def side_stats(side: Side, ms: list[Measurement]) -> SideStats:
         wall_min_s=min(walls) if walls else None,
         rss_median_mb=statistics.median(rss) if rss else None,
         rss_max_mb=max(rss) if rss else None,
+        cpu_median_s=statistics.median(cpu) if cpu else None,
+        cpu_min_s=min(cpu) if cpu else None,
     )
 
 
@@ -778,7 +843,7 @@ def run_sides(
                 note += f"; {m.warning}"
             print(
                 f"    run {i + 1}/{runs}  {side.label:<28} {m.wall_s:8.2f} s  "
-                f"{m.peak_rss_mb:8.1f} MB  {note}",
+                f"CPU {m.cpu_s:8.2f} s  {m.peak_rss_mb:8.1f} MB  {note}",
                 flush=True,
             )
             if m.failure and m.stderr_tail:
@@ -798,21 +863,35 @@ def fmt_x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
-def print_table(stats: list[SideStats], ratio_label: str | None) -> None:
+def print_table(stats: list[SideStats], ratio_label: str | None, *more: str) -> None:
+    """The sides' medians; ``ratio_label`` (``"a/b"``) names the first two sides' ratio
+    line, each of ``more`` (``"label:key_a:key_b"``) one more ratio line."""
     print(
         f"  {'tool':<30} {'ok/runs':>7} {'wall median':>12} {'wall min':>10} "
-        f"{'peak RSS median':>16} {'peak RSS max':>13}"
+        f"{'CPU median':>11} {'CPU min':>9} {'peak RSS median':>16} {'peak RSS max':>13}"
     )
     for s in stats:
         print(
             f"  {s.label:<30} {f'{s.ok}/{s.runs}':>7} {fmt_s(s.wall_median_s):>12} "
-            f"{fmt_s(s.wall_min_s):>10} {fmt_mb(s.rss_median_mb):>16} {fmt_mb(s.rss_max_mb):>13}"
+            f"{fmt_s(s.wall_min_s):>10} {fmt_s(s.cpu_median_s):>11} {fmt_s(s.cpu_min_s):>9} "
+            f"{fmt_mb(s.rss_median_mb):>16} {fmt_mb(s.rss_max_mb):>13}"
         )
-    if ratio_label and len(stats) == 2:
-        a, b = stats
+    pairs: list[tuple[str, SideStats, SideStats]] = []
+    if ratio_label and len(stats) >= 2:
+        pairs.append((ratio_label, stats[0], stats[1]))
+    by = {s.key: s for s in stats}
+    for spec in more:
+        label, ka, kb = spec.split(":")
+        if ka in by and kb in by:
+            pairs.append((label, by[ka], by[kb]))
+    for label, a, b in pairs:
         w = ratio(a.wall_median_s, b.wall_median_s)
+        c = ratio(a.cpu_median_s, b.cpu_median_s)
         r = ratio(a.rss_median_mb, b.rss_median_mb)
-        print(f"  {'ratio ' + ratio_label:<30} {'':>7} {fmt_x(w):>12} {'':>10} {fmt_x(r):>16}")
+        print(
+            f"  {'ratio ' + label:<30} {'':>7} {fmt_x(w):>12} {'':>10} {fmt_x(c):>11} "
+            f"{'':>9} {fmt_x(r):>16}"
+        )
 
 
 @dataclass
@@ -899,12 +978,34 @@ def _raw(ms: dict[str, list[Measurement]]) -> dict[str, list[dict[str, Any]]]:
 
 
 @dataclass
+class Goal:
+    """One of issue 16's "Done when" targets, with the figures it was judged on."""
+
+    text: str
+    value: float | None
+    limit: float
+    detail: str = ""
+    missing: str = ""  # why there is no value (the scenario that measures it did not run)
+
+    @property
+    def verdict(self) -> str:
+        if self.value is None:
+            return "n/a"
+        return "MET" if self.value <= self.limit else "MISS"
+
+
+@dataclass
 class Bench:
     args: argparse.Namespace
     sizes: Sizes
     tools: Tools
     corpora: CorpusFactory
     context: dict[str, Any]
+    figures: dict[str, Any] = field(default_factory=dict)  # for the "Done when" lines
+
+    def _runs_for(self, n_trials: int) -> int:
+        big = QUICK_BIG_POINT_TRIALS if self.args.quick else BIG_POINT_TRIALS
+        return self.args.scale_runs if n_trials >= big else self.args.runs
 
     def _pair(self, corpus: Corpus) -> list[Side]:
         sides: list[Side] = []
@@ -918,11 +1019,23 @@ class Bench:
             )
         return sides
 
-    def _compare(self, corpus: Corpus) -> tuple[dict[str, list[Measurement]], list[SideStats]]:
+    def _compare(
+        self, corpus: Corpus, *, runs: int | None = None, floor: bool = False
+    ) -> tuple[dict[str, list[Measurement]], list[SideStats]]:
         if not self.args.no_prewarm:
             prewarm(corpus.jobs)
         sides = self._pair(corpus)
-        ms = run_sides(sides, self.args.runs, self.tools)
+        if floor:
+            self.tools.check_floor()
+            if self.tools.floor_problem:
+                print(f"  floor skipped: {self.tools.floor_problem}")
+            else:
+                sides.append(
+                    Side(
+                        "floor", "floor (read + orjson once)", lambda: self.tools.floor(corpus.jobs)
+                    )
+                )
+        ms = run_sides(sides, runs or self.args.runs, self.tools)
         stats = [side_stats(s, ms[s.key]) for s in sides]
         return ms, stats
 
@@ -942,10 +1055,11 @@ class Bench:
             f"({corpus.root}) =="
         )
         self._baseline_note()
-        ms, stats = self._compare(corpus)
-        print_table(stats, "ours/validator")
+        ms, stats = self._compare(corpus, floor=True)
+        print_table(stats, None, "ours/validator:ours:theirs", "ours/floor:ours:floor")
         by = self._by_key(stats)
         ours, theirs = by.get("ours"), by.get("theirs")
+        cpu = ratio(ours.cpu_median_s if ours else None, theirs.cpu_median_s if theirs else None)
         targets = [
             Target(
                 f"full review no slower than the validator (wall ratio <= {SMALL_MAX_WALL_RATIO:g})",
@@ -953,10 +1067,18 @@ class Bench:
                     ours.wall_median_s if ours else None, theirs.wall_median_s if theirs else None
                 ),
                 SMALL_MAX_WALL_RATIO,
-            )
+            ),
+            Target(
+                f"full review CPU at most the validator's (CPU ratio <= {SMALL_MAX_CPU_RATIO:g})",
+                cpu,
+                SMALL_MAX_CPU_RATIO,
+            ),
         ]
         print_targets(targets)
-        notes = check_counts(ms, corpus.stats["result_json_files"])
+        self.figures["small"] = {"trials": corpus.n_trials, "stats": by}
+        notes = check_counts(
+            {k: v for k, v in ms.items() if k != "floor"}, corpus.stats["result_json_files"]
+        )
         write_results(
             self.args.results,
             "small",
@@ -995,13 +1117,18 @@ class Bench:
         t_wall = theirs.wall_median_s if theirs else None
         t_rss = theirs.rss_median_mb if theirs else None
         targets = [
-            Target("wall ratio ours/validator <= 1/5", ratio(o_wall, t_wall), HEAVY_MAX_WALL_RATIO),
+            Target(
+                f"wall ratio ours/validator <= {HEAVY_MAX_WALL_RATIO:g}",
+                ratio(o_wall, t_wall),
+                HEAVY_MAX_WALL_RATIO,
+            ),
             Target(
                 "peak RSS ratio ours/validator <= 1/4", ratio(o_rss, t_rss), HEAVY_MAX_RSS_RATIO
             ),
             Target(f"our peak RSS < {HEAVY_MAX_RSS_MB:g} MB", o_rss, HEAVY_MAX_RSS_MB),
         ]
         print_targets(targets)
+        self.figures["heavy"] = {"stats": by}
         write_results(
             self.args.results,
             "heavy",
@@ -1021,33 +1148,25 @@ class Bench:
         rows: list[dict[str, Any]] = []
         for n in self.sizes.scale:
             corpus = self.corpora.trials(n)
-            print(f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB")
-            ms, stats = self._compare(corpus)
+            runs = self._runs_for(n)
+            print(
+                f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
+                f"{runs} run(s) per tool"
+            )
+            ms, stats = self._compare(corpus, runs=runs)
             print_table(stats, "ours/validator")
             notes = check_counts(ms, corpus.stats["result_json_files"])
             rows.append(
                 {
                     "trials": corpus.n_trials,
+                    "runs_per_tool": runs,
                     "corpus": {"path": str(corpus.root), **corpus.stats},
                     "stats": [asdict(s) for s in stats],
                     "notes": notes,
                     "runs": _raw(ms),
                 }
             )
-        print(
-            f"\n  {'trials':>8}  {'tool':<24} {'wall median':>12} {'ms/trial':>9} {'peak RSS':>10}"
-        )
-        for row in rows:
-            for s in row["stats"]:
-                per = (
-                    None
-                    if s["wall_median_s"] is None
-                    else 1000 * s["wall_median_s"] / row["trials"]
-                )
-                print(
-                    f"  {row['trials']:>8,}  {s['label']:<24} {fmt_s(s['wall_median_s']):>12} "
-                    f"{'-' if per is None else f'{per:.3f}':>9} {fmt_mb(s['rss_median_mb']):>10}"
-                )
+        print_scale_summary(rows)
         targets: list[Target] = []
         if len(rows) >= 2 and not self.tools.skip_ours:
 
@@ -1063,12 +1182,18 @@ class Bench:
                     scale_time_growth([(n, st["wall_median_s"]) for n, st in ours]),
                     SCALE_MAX_GROWTH,
                 ),
-                Target(
-                    f"flat memory: our peak RSS, {span}, grows <= {SCALE_MAX_GROWTH:g}x",
-                    ratio(ours[-1][1]["rss_median_mb"], ours[0][1]["rss_median_mb"]),
-                    SCALE_MAX_GROWTH,
-                ),
             ]
+            mid = ours[min(2, len(ours) - 1)]
+            for n, st in sorted({mid[0]: mid[1], ours[-1][0]: ours[-1][1]}.items()):
+                targets.append(
+                    Target(
+                        f"flat memory: our peak RSS, {ours[0][0]:,.0f} -> {n:,.0f} trials, "
+                        f"grows <= {SCALE_MAX_GROWTH:g}x",
+                        ratio(st["rss_median_mb"], ours[0][1]["rss_median_mb"]),
+                        SCALE_MAX_GROWTH,
+                    )
+                )
+            self.figures["scale"] = {int(n): st for n, st in ours}
         print_targets(targets)
         write_results(
             self.args.results,
@@ -1081,26 +1206,25 @@ class Bench:
             self.context,
         )
 
-    def dagster(self) -> None:
-        print("\n== dagster: bf-assets release vs bf-assets review, small corpus ==")
+    def _release_ready(self, what: str) -> bool:
+        print(f"\n== {what} ==")
         if self.tools.skip_ours:
             print("  skipped: --skip-ours")
-            return
+            return False
         self.tools.check_release()
         if self.tools.release_problem:
             print(
                 f"  skipped: bf-assets release is not available yet: {self.tools.release_problem}"
             )
-            return
-        corpus = self.corpora.trials(self.sizes.small)
-        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+            return False
         kind = (
             "created by each run" if self.tools.fresh_instance else "a copy of an initialised one"
         )
         print(f"  Dagster instance: SQLite, {kind} (--fresh-instance to change)")
-        if not self.args.no_prewarm:
-            prewarm(corpus.jobs)
-        sides = [
+        return True
+
+    def _release_sides(self, corpus: Corpus) -> list[Side]:
+        return [
             # Dagster may log a handled exception with its traceback: judge by exit code only.
             Side(
                 "release",
@@ -1110,6 +1234,15 @@ class Bench:
             ),
             Side("review", "bf-assets review", lambda: self.tools.ours_review(corpus.jobs)),
         ]
+
+    def dagster(self) -> None:
+        if not self._release_ready("dagster: bf-assets release vs bf-assets review, small corpus"):
+            return
+        corpus = self.corpora.trials(self.sizes.small)
+        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        sides = self._release_sides(corpus)
         ms = run_sides(sides, self.args.runs, self.tools)
         stats = [side_stats(s, ms[s.key]) for s in sides]
         print_table(stats, "release/review")
@@ -1134,6 +1267,72 @@ class Bench:
                 "stats": [asdict(s) for s in stats],
                 "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
                 "runs": _raw(ms),
+            },
+            self.context,
+        )
+
+    def release_scale(self) -> None:
+        sizes = ", ".join(f"{n:,}" for n in self.sizes.release)
+        if not self._release_ready(
+            f"release-scale: bf-assets release vs bf-assets review at {sizes} trials"
+        ):
+            return
+        rows: list[dict[str, Any]] = []
+        for n in self.sizes.release:
+            corpus = self.corpora.trials(n)
+            runs = self._runs_for(n)
+            print(
+                f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
+                f"{runs} run(s) per command"
+            )
+            if not self.args.no_prewarm:
+                prewarm(corpus.jobs)
+            sides = self._release_sides(corpus)
+            ms = run_sides(sides, runs, self.tools)
+            stats = [side_stats(s, ms[s.key]) for s in sides]
+            print_table(stats, "release/review")
+            rows.append(
+                {
+                    "trials": corpus.n_trials,
+                    "runs_per_tool": runs,
+                    "corpus": {"path": str(corpus.root), **corpus.stats},
+                    "stats": [asdict(s) for s in stats],
+                    "runs": _raw(ms),
+                }
+            )
+        print_release_summary(rows)
+        series = {int(row["trials"]): {s["key"]: s for s in row["stats"]} for row in rows}
+        self.figures["release"] = series
+        first = rows[0]["trials"] if rows else 0
+        targets = [
+            Target(
+                f"release/review wall <= {DAGSTER_MAX_RATIO:g}x at {n:,} trials",
+                ratio(st["release"]["wall_median_s"], st["review"]["wall_median_s"]),
+                DAGSTER_MAX_RATIO,
+            )
+            for n, st in series.items()
+        ] + [
+            Target(
+                f"release peak RSS, {first:,} -> {n:,} trials, grows <= "
+                f"{RELEASE_MAX_RSS_GROWTH:g}x",
+                ratio(st["release"]["rss_median_mb"], series[first]["release"]["rss_median_mb"]),
+                RELEASE_MAX_RSS_GROWTH,
+            )
+            for n, st in series.items()
+            if n != first
+        ]
+        print_targets(targets)
+        write_results(
+            self.args.results,
+            "release-scale",
+            self.args.quick,
+            {
+                "release_cmd": self.tools.release_template,
+                "instance": "new per run"
+                if self.tools.fresh_instance
+                else "copy of an initialised one",
+                "sizes": rows,
+                "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
             },
             self.context,
         )
@@ -1194,6 +1393,143 @@ class Bench:
             self.context,
         )
 
+    def done_when(self) -> list[Goal]:
+        """Issue 16's "Done when" targets, judged on the figures of this run."""
+        goals = done_when_goals(self.figures, self.sizes)
+        print('\n== issue 16 "Done when" (figures from this run) ==')
+        if self.args.quick:
+            print("  --quick: tiny sizes, the verdicts mean nothing")
+        for g in goals:
+            if g.value is None:
+                print(f"  [{g.verdict:<4}] {g.text}: {g.missing or 'not measured'}")
+            else:
+                print(f"  [{g.verdict:<4}] {g.text}: {g.value:.3g}x ({g.detail})")
+        write_results(
+            self.args.results,
+            "done-when",
+            self.args.quick,
+            {"goals": [{**asdict(g), "verdict": g.verdict} for g in goals]},
+            self.context,
+        )
+        return goals
+
+
+def _get(d: Any, *keys: Any) -> Any:
+    for k in keys:
+        if d is None:
+            return None
+        d = d.get(k) if isinstance(d, dict) else getattr(d, k, None)
+    return d
+
+
+def done_when_goals(figures: dict[str, Any], sizes: Sizes) -> list[Goal]:
+    """The targets of issue 16's "Done when", from the figures the scenarios left in
+    ``figures`` (``small``, ``heavy``, ``scale``, ``release``); a target whose scenario did not
+    run (or whose tool was skipped) has no value and says which scenario measures it."""
+    goals: list[Goal] = []
+    rel = figures.get("release")
+    ref_n = sizes.release[0] if sizes.release else 0
+    for n in sizes.release[:2]:
+        a = _get(rel, n, "release", "wall_median_s")
+        b = _get(rel, n, "review", "wall_median_s")
+        goals.append(
+            Goal(
+                f"release / review <= {DAGSTER_MAX_RATIO:g}x at {n:,} trials (wall)",
+                ratio(a, b),
+                DAGSTER_MAX_RATIO,
+                f"release {fmt_s(a)}, review {fmt_s(b)}",
+                "needs --scenario release-scale",
+            )
+        )
+    for n in sizes.release[1:]:
+        a = _get(rel, n, "release", "rss_median_mb")
+        b = _get(rel, ref_n, "release", "rss_median_mb")
+        goals.append(
+            Goal(
+                f"release peak RSS at {n:,} within {RELEASE_MAX_RSS_GROWTH:g}x of {ref_n:,} trials",
+                ratio(a, b),
+                RELEASE_MAX_RSS_GROWTH,
+                f"{fmt_mb(a)} vs {fmt_mb(b)}",
+                "needs --scenario release-scale",
+            )
+        )
+    scale = figures.get("scale")
+    lo = sizes.scale[0]
+    hi = sizes.scale[min(2, len(sizes.scale) - 1)]
+    a, b = _get(scale, hi, "rss_median_mb"), _get(scale, lo, "rss_median_mb")
+    goals.append(
+        Goal(
+            f"review peak RSS at {hi:,} within {SCALE_MAX_GROWTH:g}x of {lo:,} trials",
+            ratio(a, b),
+            SCALE_MAX_GROWTH,
+            f"{fmt_mb(a)} vs {fmt_mb(b)}",
+            "needs --scenario scale (and our side)",
+        )
+    )
+    small = _get(figures.get("small"), "stats")
+    a, b = _get(small, "ours", "cpu_median_s"), _get(small, "theirs", "cpu_median_s")
+    floor = _get(small, "floor", "cpu_median_s")
+    goals.append(
+        Goal(
+            f"full review CPU <= the validator's on {sizes.small:,} small trials",
+            ratio(a, b),
+            SMALL_MAX_CPU_RATIO,
+            f"ours {fmt_s(a)}, validator {fmt_s(b)}, floor {fmt_s(floor)} CPU",
+            "needs --scenario small with --validator",
+        )
+    )
+    heavy = _get(figures.get("heavy"), "stats")
+    a, b = _get(heavy, "ours", "wall_median_s"), _get(heavy, "theirs", "wall_median_s")
+    goals.append(
+        Goal(
+            f"heavy trial <= {HEAVY_MAX_WALL_RATIO:g}x the validator's wall",
+            ratio(a, b),
+            HEAVY_MAX_WALL_RATIO,
+            f"ours {fmt_s(a)}, validator {fmt_s(b)}",
+            "needs --scenario heavy with --validator",
+        )
+    )
+    return goals
+
+
+def print_scale_summary(rows: list[dict[str, Any]]) -> None:
+    print(
+        f"\n  {'trials':>8}  {'tool':<24} {'wall median':>12} {'CPU median':>11} "
+        f"{'CPU ms/trial':>13} {'peak RSS':>10}"
+    )
+    for row in rows:
+        for s in row["stats"]:
+            cpu = s["cpu_median_s"]
+            per = None if cpu is None else 1000 * cpu / row["trials"]
+            print(
+                f"  {row['trials']:>8,}  {s['label']:<24} {fmt_s(s['wall_median_s']):>12} "
+                f"{fmt_s(cpu):>11} {'-' if per is None else f'{per:.3f}':>13} "
+                f"{fmt_mb(s['rss_median_mb']):>10}"
+            )
+
+
+def print_release_summary(rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    first = {s["key"]: s for s in rows[0]["stats"]}
+    print(
+        f"\n  {'trials':>8}  {'release wall':>12} {'CPU':>9} {'RSS':>10}  "
+        f"{'review wall':>11} {'CPU':>9} {'RSS':>10}  {'rel/rev wall':>12} "
+        f"{'rel RSS growth':>14}"
+    )
+    for row in rows:
+        by = {s["key"]: s for s in row["stats"]}
+        rel, rev = by["release"], by["review"]
+        growth = ratio(rel["rss_median_mb"], first["release"]["rss_median_mb"])
+        print(
+            f"  {row['trials']:>8,}  {fmt_s(rel['wall_median_s']):>12} "
+            f"{fmt_s(rel['cpu_median_s']):>9} {fmt_mb(rel['rss_median_mb']):>10}  "
+            f"{fmt_s(rev['wall_median_s']):>11} {fmt_s(rev['cpu_median_s']):>9} "
+            f"{fmt_mb(rev['rss_median_mb']):>10}  "
+            f"{fmt_x(ratio(rel['wall_median_s'], rev['wall_median_s'])):>12} "
+            f"{fmt_x(growth):>14}"
+        )
+
 
 # --------------------------------------------------------------------------------------------
 # Entry point
@@ -1224,11 +1560,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--runs", type=int, default=3, help="timed runs per tool (default: 3)")
     p.add_argument(
+        "--scale-runs",
+        type=int,
+        default=1,
+        help=f"timed runs per tool at the scale and release-scale points of {BIG_POINT_TRIALS:,} "
+        "trials or more (default: 1)",
+    )
+    p.add_argument(
         "--scenario",
         nargs="+",
         choices=SCENARIOS,
         default=list(DEFAULT_SCENARIOS),
-        help="scenarios to run (default: small heavy)",
+        help="scenarios to run (default: small heavy); a run ends with issue 16's "
+        '"Done when" targets judged on whatever figures it measured',
     )
     p.add_argument("--quick", action="store_true", help="tiny sizes, for a smoke test")
     p.add_argument(
@@ -1278,6 +1622,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be >= 1")
+    if args.scale_runs < 1:
+        p.error("--scale-runs must be >= 1")
     if args.small_trials is not None and args.small_trials < 1:
         p.error("--small-trials must be >= 1")
     if args.skip_ours and args.validator is None:
@@ -1296,7 +1642,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
     if args.small_trials is not None:
-        sizes = Sizes(args.small_trials, sizes.heavy_exchanges, sizes.scale)
+        sizes = replace(sizes, small=args.small_trials)
     args.work.mkdir(parents=True, exist_ok=True)
     scratch = args.work / ".scratch"
     shutil.rmtree(scratch, ignore_errors=True)
@@ -1309,7 +1655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tools.check_ours()
         wanted = set(args.scenario)
         needs_trials = bool(wanted & {"small", "scale"}) or (
-            not args.skip_ours and bool(wanted & {"dagster", "cache"})
+            not args.skip_ours and bool(wanted & {"dagster", "cache", "release-scale"})
         )
         corpora.check_available(
             need_generated=needs_trials,
@@ -1328,11 +1674,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "validator": None if tools.validator is None else str(tools.validator),
             "validator_sha256": tools.validator_sha256,
             "runs_per_tool": args.runs,
+            "runs_per_tool_big_points": args.scale_runs,
             "prewarm": not args.no_prewarm,
             "corpus_source": "fixture-copies" if args.fixture_job else "generator",
             "mb": "10**6 bytes; peak RSS is the child's ru_maxrss",
+            "cpu": "user + system seconds of the child and its waited-for children (os.wait4)",
         }
-        print(f"bf-assets bench: scenarios {' '.join(args.scenario)}, {args.runs} run(s) per tool")
+        print(
+            f"bf-assets bench: scenarios {' '.join(args.scenario)}, {args.runs} run(s) per tool "
+            f"({args.scale_runs} at the points of {BIG_POINT_TRIALS:,} trials or more)"
+        )
         print(f"  python {context['host']['python']} on {context['host']['platform']}")
         if not args.skip_ours:
             print(f"  ours:   {shlex.join(tools.ours)} <jobs> --json")
@@ -1342,7 +1693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("  theirs: baseline skipped (no --validator)")
         bench = Bench(args, sizes, tools, corpora, context)
         for name in args.scenario:
-            getattr(bench, name)()
+            getattr(bench, name.replace("-", "_"))()
+        bench.done_when()
         if tools.failed_runs:
             print(f"\nrun_bench: {tools.failed_runs} run(s) failed (see above)", file=sys.stderr)
             return 1

@@ -16,7 +16,7 @@ from typing import Any
 
 from bf_assets.audit import hacking, isolation, leakage, paths, skills
 from bf_assets.audit.attribution import attribution_findings
-from bf_assets.audit.catalog import prompt_parts
+from bf_assets.audit.catalog import first_prompt_parts
 from bf_assets.audit.events import Events, collect
 from bf_assets.audit.expected import find_task_dir, sandbox_skills_dir
 from bf_assets.audit.netcheck import host_of
@@ -58,7 +58,7 @@ def _task_text(t: TrialData) -> str:
     parts: list[str] = []
     if isinstance(t.prompts.value, list):
         parts.extend(p for p in t.prompts.value if isinstance(p, str))
-    pp = prompt_parts(t.llm.first_request)
+    pp = first_prompt_parts(t)
     parts.extend(pp.first_user)
     parts.extend(s["text"] for s in t.harbor.startup if isinstance(s.get("text"), str))
     return "\n".join(parts)

@@ -13,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bf_assets.ingest.scan import TrialData
 
 _CODEX_BLOCK = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
 _CODEX_LIST = re.compile(r"### Available skills\n(.*?)(?:\n### |\Z)", re.S)
@@ -118,6 +121,15 @@ def prompt_parts(body: Any) -> PromptParts:
             for decl in tool.get("functionDeclarations") or []:
                 if isinstance(decl, dict) and isinstance(decl.get("name"), str):
                     pp.tool_names.add(decl["name"])
+    return pp
+
+
+def first_prompt_parts(t: TrialData) -> PromptParts:
+    """``prompt_parts`` of the trial's first request, split once per trial (several audits
+    read it; none writes to it)."""
+    pp = t.memo.get("first_prompt_parts")
+    if pp is None:
+        pp = t.memo["first_prompt_parts"] = prompt_parts(t.llm.first_request)
     return pp
 
 

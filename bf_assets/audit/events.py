@@ -10,6 +10,7 @@ the call (title, arguments, diff blocks) and its output.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,6 +80,17 @@ class Events:
     actions: list[Action]
     observations: list[Observation]
     _by_id: dict[str, str] | None = None
+    _ops: dict[int, Any] | None = None  # id(action) -> its file/git/network effects
+
+    def ops_of(self, a: Action, derive: Callable[[Action], list[Any]]) -> list[Any]:
+        """``derive(a)`` (``fileops.action_ops``), computed once per action: several audits
+        walk the same actions' effects (read-only)."""
+        if self._ops is None:
+            self._ops = {}
+        hit = self._ops.get(id(a))
+        if hit is None:
+            hit = self._ops[id(a)] = derive(a)
+        return hit
 
     def observation_for(self, a: Action) -> str:
         """What the agent saw back from ``a`` (same ACP record, or the LLM tool result)."""

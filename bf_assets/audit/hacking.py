@@ -197,7 +197,7 @@ def scan_actions(ev: Events, hc: HackContext) -> list[Finding]:
         web = web_tool_reason(a, hc.allowed_hosts, hc.declared_allowlist)
         if web:
             e.emit("HACK_ONLINE_LOOKUP", f"web:{a.text[:200]}", web, a, a.text)
-        for op in action_ops(a):
+        for op in ev.ops_of(a, action_ops):
             if op.kind == "git":
                 why = git_history_reason(git_argv(op))
                 if why:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bf_assets.audit.catalog import prompt_parts
+from bf_assets.audit.catalog import first_prompt_parts
 from bf_assets.audit.events import Events, tool_failed
 from bf_assets.audit.fileops import action_ops, hidden_kind
 from bf_assets.findings import Finding, finding
@@ -156,7 +156,7 @@ def leak_findings(t: TrialData, ev: Events, task_dir: Path | None) -> list[Findi
         obs = ev.observation_for(a)
         if not obs.strip() or tool_failed(a, obs):
             continue
-        for op in action_ops(a):
+        for op in ev.ops_of(a, action_ops):
             kind = hidden_kind(op.path) if op.kind in READ_VERBS else None
             if kind in VERIFIER_ONLY and op.path not in seen:
                 seen.add(op.path)
@@ -172,7 +172,7 @@ def leak_findings(t: TrialData, ev: Events, task_dir: Path | None) -> list[Findi
     hidden = _hidden_lines(task_dir)
     if not hidden:
         return out
-    pp = prompt_parts(t.llm.first_request)
+    pp = first_prompt_parts(t)
     startup = "\n".join([*pp.system, *pp.developer, *pp.first_user])
     sources = [(LLM_FILE, t.llm.first_request_line, "the startup prompt", startup)]
     for sp in t.harbor.startup:  # a Harbor agent's first prompt, from its log

@@ -27,6 +27,7 @@ from bf_assets.audit.catalog import (
     Catalog,
     PromptParts,
     content_family,
+    first_prompt_parts,
     prompt_parts,
 )
 from bf_assets.audit.expected import expected_skills, norm_skill, sandbox_skills_dir, skill_mode
@@ -136,7 +137,7 @@ def locate(t: TrialData, family: str) -> Located:
     extract = EXTRACTORS[family]
     if isinstance(t.llm.first_request, dict):
         line = t.llm.first_request_line
-        pp = prompt_parts(t.llm.first_request)
+        pp = first_prompt_parts(t)
         loc = Located(
             None,
             "request.body",

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.spill import Interner, Spill, final_json, slim
+from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
 from bf_assets.batch.summary import summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
@@ -125,20 +125,33 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     """The worker pool of a review batch (fork where there is one: the workers share the
     parent's imports)."""
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    fork = sys.platform.startswith("linux")
+    if fork:
+        _preload()
+    ctx = multiprocessing.get_context("fork" if fork else "spawn")
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def _preload() -> None:
+    """What every worker would otherwise load on its own after the fork: the secret rules
+    (every finding with evidence is redacted; parsing the rule files costs ~0.1 s a process).
+    This process loads them anyway for the dataset review's findings."""
+    from bf_assets.redact import default_rules
+
+    default_rules()
 
 
 def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
     return [review_trial(ref, options) for ref in refs]
 
 
-def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple[bytes, Any]]:
-    """Each review as ``(its JSON bytes, its slim form)``: serialised in the worker."""
+def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple[bytes, SlimTuple]]:
+    """Each review as ``(its JSON bytes, its slim form as plain values)``: serialised in the
+    worker."""
     out = []
     for ref in refs:
         r = review_trial(ref, options)
-        out.append((orjson.dumps(r.to_json()), slim(r)))
+        out.append((orjson.dumps(r.to_json()), slim_tuple(r)))
     return out
 
 
@@ -231,10 +244,10 @@ class _WalkReview:
         self.interner = Interner()
         self.done = 0
 
-    def keep(self, p: int, item: tuple[bytes, TrialReview]) -> None:
-        data, review = item
+    def keep(self, p: int, item: tuple[bytes, SlimTuple]) -> None:
+        data, slim = item
         self.store.put(p, data)
-        slim_review = self.interner.review(review, self.walked[p][1])
+        slim_review = self.interner.from_slim(slim, self.walked[p][1])
         self.results[p] = slim_review
         self.done += 1
         if self.progress is not None:

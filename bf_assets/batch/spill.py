@@ -77,6 +77,58 @@ class Interner:
             **kw,
         )
 
+    def from_slim(self, s: SlimTuple, ref: TrialRef) -> TrialReview:
+        """The slim review of :func:`slim_tuple`'s ``s`` (what ``review`` makes of the full
+        review), with the walk's own ``ref``."""
+        from bf_assets.review.record import TrialReview
+
+        (
+            texts,
+            trial_index,
+            started_at,
+            layout,
+            outcome,
+            healthy,
+            ready,
+            verdict,
+            attr,
+            reward,
+            fs,
+        ) = s
+        kw: dict[str, Any] = {
+            name: sys.intern(v) if isinstance(v, str) else v
+            for name, v in zip(_IDENTITY_TEXT, texts, strict=True)
+        }
+        if kw["rollout"] == ref.rollout:
+            kw["rollout"] = ref.rollout
+        ident = Identity(
+            trial_index=trial_index, started_at=started_at, sources=self.no_sources, **kw
+        )
+        key = tuple(self.slim_finding(*f) for f in fs)
+        findings = self.lists.get(key)
+        if findings is None:
+            findings = self.lists[key] = list(key)
+        return TrialReview(
+            ref=ref,
+            identity=ident,
+            layout=sys.intern(layout),
+            outcome=sys.intern(outcome),
+            healthy=healthy,
+            training_ready=ready,
+            verdict=sys.intern(verdict),
+            attribution=sys.intern(attr),
+            findings=findings,
+            files=self.no_files,
+            skills=self.no_skills,
+            reward=reward,
+        )
+
+    def slim_finding(
+        self, check: str, severity: str, file: str | None, line: int | None
+    ) -> Finding:
+        f = Finding(sys.intern(check), sys.intern(severity), "", self.text(file), line, None)
+        return self.findings.setdefault(f, f)
+
     def review(self, r: TrialReview, ref: TrialRef | None = None) -> TrialReview:
         """The slim review of ``r``; ``ref`` (the walk's own object) replaces its copy."""
         return replace(
@@ -91,6 +143,31 @@ class Interner:
             files=self.no_files,
             skills=self.no_skills,
         )
+
+
+# What a worker sends back per trial besides its JSON: plain values only (no dataclass, whose
+# pickling goes through Python-level __getstate__ / __setstate__ on both sides).
+SlimTuple = tuple[Any, ...]
+
+
+def slim_tuple(r: TrialReview) -> SlimTuple:
+    """``(identity texts, trial_index, started_at, layout, outcome, healthy, training_ready,
+    verdict, attribution, reward, ((check, severity, file, line), ...))`` of ``r``: exactly
+    what :meth:`Interner.from_slim` needs to rebuild its slim review."""
+    ident = r.identity
+    return (
+        tuple([getattr(ident, name) for name in _IDENTITY_TEXT]),
+        ident.trial_index,
+        ident.started_at,
+        r.layout,
+        r.outcome,
+        r.healthy,
+        r.training_ready,
+        r.verdict,
+        r.attribution,
+        r.reward,
+        tuple([(f.check, f.severity, f.file, f.line) for f in r.findings]),
+    )
 
 
 def slim(r: TrialReview) -> TrialReview:

@@ -26,7 +26,7 @@ from bf_assets.dataset.quarantine import (
 )
 from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import render_report
-from bf_assets.findings import sort_findings
+from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 
 NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
@@ -140,15 +140,15 @@ def assemble(
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     merged = []
+    lists: dict[tuple[Finding, ...], list[Finding]] = {}  # equal merged lists: one object
     for r in reviews:
         key = trial_key(r)
         extra = cov.trial_findings.get(key, [])
         if not extra and verdicts[key] == r.verdict and r.findings == sort_findings(r.findings):
             merged.append(r)  # unchanged: no second copy
             continue
-        merged.append(
-            replace(r, findings=sort_findings([*r.findings, *extra]), verdict=verdicts[key])
-        )
+        fs = sort_findings([*r.findings, *extra])
+        merged.append(replace(r, findings=lists.setdefault(tuple(fs), fs), verdict=verdicts[key]))
     decision = decide_exports(merged, cov)
     assessment = assess_release(decision, cov)
     return DatasetReview(

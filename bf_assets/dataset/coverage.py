@@ -282,9 +282,21 @@ def _probe_findings(
             msg = f"task {task}: {what}; no model result of this task can be trusted"
             victims = [r for r in model if r.identity.task_id == task]
             dataset.append(finding(check, msg, evidence={"task": task, "rewards": bad}))
+            shared = finding(check, msg, evidence={"rewards": bad})  # one object, every victim
             for r in victims:
-                per_trial[trial_key(r)].append(finding(check, msg, evidence={"rewards": bad}))
+                per_trial[trial_key(r)].append(shared)
     return dataset, per_trial, oracle_tasks, noop_tasks
+
+
+def shared_lists(per_trial: dict[TrialKey, list[Finding]]) -> dict[TrialKey, list[Finding]]:
+    """Each trial's findings sorted; equal lists are one list object (many trials of a task
+    share the same probe finding).  The lists are never written to."""
+    seen: dict[tuple[Finding, ...], list[Finding]] = {}
+    out: dict[TrialKey, list[Finding]] = {}
+    for key, fs in per_trial.items():
+        ordered = sort_findings(fs)
+        out[key] = seen.setdefault(tuple(ordered), ordered)
+    return out
 
 
 def superseded_reason(row: SlotRow) -> str:
@@ -345,8 +357,13 @@ def compute_coverage(
 
     trial_findings: dict[TrialKey, list[Finding]] = defaultdict(list)
     slot_of = {k: r for r in rows for k in r.superseded}
+    by_row: dict[int, Finding] = {}  # one finding per slot row: its message is the row's
     for key in superseded:
-        trial_findings[key].append(finding("COVERAGE_DUPLICATE", superseded_reason(slot_of[key])))
+        row = slot_of[key]
+        dup = by_row.get(id(row))
+        if dup is None:
+            dup = by_row[id(row)] = finding("COVERAGE_DUPLICATE", superseded_reason(row))
+        trial_findings[key].append(dup)
     for key, why in stale.items():
         trial_findings[key].append(finding("COVERAGE_STALE", why))
     dataset = [_slot_finding(r) for r in rows if r.state in (MISSING, UNHEALTHY)]
@@ -360,7 +377,7 @@ def compute_coverage(
     cov = Coverage(
         plan=plan,
         rows=rows,
-        trial_findings={k: sort_findings(v) for k, v in trial_findings.items()},
+        trial_findings=shared_lists(trial_findings),
         findings=sort_findings(dataset),
         stale=stale,
         superseded=superseded,

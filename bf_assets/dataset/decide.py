@@ -182,18 +182,20 @@ def decide_exports(reviews: Iterable[TrialReview], coverage: Coverage) -> Export
     unplanned = set(coverage.unplanned)
     filled = coverage.filled
     out = []
+    shared: dict[Any, Any] = {}  # equal slots and details: one object (a few per slot)
     for r in reviews:
         reason, detail = _reason(r, filled, superseded, unplanned)
+        slot = r.identity.slot()
         out.append(
             Decision(
                 job=r.ref.job_key,
                 rollout=r.ref.rollout,
                 rel_path=r.ref.rel_path,
-                slot=r.identity.slot(),
+                slot=shared.setdefault(slot, slot),
                 outcome=r.outcome,
                 verdict=r.verdict,
                 reason=reason,
-                detail=detail,
+                detail=shared.setdefault(detail, detail),
             )
         )
     return ExportDecision(out)

@@ -1,0 +1,98 @@
+"""``bench/run_bench.py``: the quick smoke run works end to end, and issue 16's "Done when"
+lines are judged on the figures a run measured (no timing figure is asserted here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BENCH = REPO / "bench" / "run_bench.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("run_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_bench"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stats(rb: ModuleType, key: str, wall: float, cpu: float, rss: float) -> object:
+    return rb.SideStats(key, key, 1, 1, wall, wall, rss, rss, cpu, cpu)
+
+
+def test_done_when_targets_are_judged_on_the_run_figures() -> None:
+    rb = _bench()
+    sizes = rb.FULL_SIZES
+    figures = {
+        "small": {
+            "stats": {
+                "ours": _stats(rb, "ours", 3.0, 2.5, 30.0),
+                "theirs": _stats(rb, "theirs", 3.0, 3.0, 33.0),
+                "floor": _stats(rb, "floor", 0.7, 0.6, 14.0),
+            }
+        },
+        "heavy": {
+            "stats": {
+                "ours": _stats(rb, "ours", 0.5, 0.5, 36.0),
+                "theirs": _stats(rb, "theirs", 4.0, 4.0, 800.0),
+            }
+        },
+        "scale": {
+            1000: {"rss_median_mb": 30.0},
+            20000: {"rss_median_mb": 60.0},
+        },
+    }
+    goals = {g.text: g for g in rb.done_when_goals(figures, sizes)}
+    cpu = next(g for t, g in goals.items() if t.startswith("full review CPU"))
+    assert cpu.verdict == "MET" and cpu.value == pytest.approx(2.5 / 3.0)
+    heavy = next(g for t, g in goals.items() if t.startswith("heavy trial"))
+    assert heavy.verdict == "MISS" and heavy.value == pytest.approx(0.125)  # over 0.10
+    rss = next(g for t, g in goals.items() if t.startswith("review peak RSS at 20,000"))
+    assert rss.verdict == "MISS" and rss.value == pytest.approx(2.0)
+    release = [g for t, g in goals.items() if t.startswith("release")]
+    # release / review at 2,000 and 20,000; release RSS at 20,000 and 100,000: not measured
+    assert len(release) == 4
+    assert all(g.verdict == "n/a" and "release-scale" in g.missing for g in release)
+
+
+def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--quick",
+            "--runs",
+            "1",
+            "--scenario",
+            "small",
+            "--work",
+            str(tmp_path / "work"),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    small = json.loads((tmp_path / "results" / "small.quick.json").read_text())
+    by = {s["key"]: s for s in small["stats"]}
+    assert set(by) == {"ours", "floor"}
+    assert all(s["ok"] == 1 and s["cpu_median_s"] > 0 for s in by.values())
+    floor_run = small["runs"]["floor"][0]
+    # the floor read every file the corpus has
+    assert floor_run["summary"]["files"] == small["corpus"]["files"]
+    assert floor_run["summary"]["bytes"] == small["corpus"]["bytes"]
+    goals = json.loads((tmp_path / "results" / "done-when.quick.json").read_text())["goals"]
+    assert any(g["text"].startswith("full review CPU") for g in goals)
+    assert 'issue 16 "Done when"' in done.stdout
