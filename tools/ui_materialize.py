@@ -23,6 +23,7 @@ extra; else ``dagster dev``) and ``apt-get install chromium``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -109,14 +110,10 @@ def stop_ui(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
     os.killpg(proc.pid, signal.SIGINT)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the children that outlived dg dev
-    except ProcessLookupError:
-        pass
     proc.wait(timeout=20)
 
 
@@ -182,10 +179,14 @@ def click_materialize_all(base: str, chromium: str, shot: Path | None) -> float:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.goto(base + "/asset-groups", wait_until="networkidle", timeout=180_000)
+        materialize = page.get_by_role("button", name="Materialize all").first
+        materialize.wait_for(timeout=120_000)
+        page.wait_for_timeout(2000)  # the first-visit newsletter dialog comes up late
         skip = page.get_by_role("button", name="Skip")
         if skip.count():
-            skip.first.click()  # the first-visit newsletter dialog
-        page.get_by_role("button", name="Materialize all").first.click(timeout=120_000)
+            skip.first.click()
+            page.wait_for_timeout(500)
+        materialize.click(timeout=120_000)
         page.get_by_text("Launch runs to materialize").wait_for(timeout=120_000)
         page.get_by_role("button", name="All", exact=True).click()
         launch = page.get_by_role("button", name="Launch backfill")
@@ -284,8 +285,14 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
         ended = first.get(et.RUN_SUCCESS) or first.get(et.RUN_FAILURE) or first.get(et.RUN_CANCELED)
         out.append(
             RunTimes(
-                run.run_id, run.status.value, what, rec.create_timestamp.timestamp(),
-                first.get(et.RUN_DEQUEUED), first.get(et.RUN_START), ended, steps,
+                run.run_id,
+                run.status.value,
+                what,
+                rec.create_timestamp.timestamp(),
+                first.get(et.RUN_DEQUEUED),
+                first.get(et.RUN_START),
+                ended,
+                steps,
             )  # fmt: skip
         )
     instance.dispose()
@@ -330,7 +337,9 @@ def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
         backfill_status=str(bf["status"]),
         runs=[
             {
-                "run_id": r.run_id, "status": r.status, "assets": r.what,
+                "run_id": r.run_id,
+                "status": r.status,
+                "assets": r.what,
                 "created": round(r.created - clicked, 1),
                 "dequeued": round((r.dequeued or r.created) - clicked, 1),
                 "started": round((r.started or 0) - clicked, 1),
