@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -37,6 +38,7 @@ import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,21 @@ def stop_ui(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)  # the children that outlived dg dev
     proc.wait(timeout=20)
+
+
+def session_cpu(sid: int) -> float:
+    """CPU seconds (user + sys) used so far by the processes of session ``sid``: the live
+    ones and zombies, plus the children they have reaped (``cutime``/``cstime``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            rest = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # the process ended meanwhile
+        if int(rest[3]) == sid:  # field 6, session
+            total += sum(int(x) for x in rest[11:15])  # utime stime cutime cstime
+    return total / tick
 
 
 DAEMONS_Q = "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy required } } } }"
@@ -200,6 +217,29 @@ def click_materialize_all(base: str, chromium: str, shot: Path | None) -> float:
     return clicked
 
 
+ASSET_KEYS_Q = "{ assetNodes { assetKey { path } isMaterializable } }"
+LAUNCH_BACKFILL_M = """mutation($p: LaunchBackfillParams!) { launchPartitionBackfill(backfillParams: $p) {
+  __typename ... on LaunchBackfillSuccess { backfillId } ... on PythonError { message } } }"""
+
+
+def launch_backfill(base: str, keys: Sequence[str]) -> float:
+    """What the dialog's "Launch backfill" sends for "Materialize all" with "All" partitions
+    (every materializable asset, the partitions by name, the UI's tag), without a browser;
+    the wall-clock time it was sent."""
+    nodes = gql(base, ASSET_KEYS_Q)["assetNodes"]
+    params = {
+        "assetSelection": [n["assetKey"] for n in nodes if n["isMaterializable"]],
+        "partitionNames": list(keys),
+        "fromFailure": False,
+        "tags": [{"key": "dagster/from_ui", "value": "true"}],
+    }
+    sent = time.time()
+    res = gql(base, LAUNCH_BACKFILL_M, {"p": params})["launchPartitionBackfill"]
+    if res["__typename"] != "LaunchBackfillSuccess":
+        raise SystemExit(f"the backfill was not launched: {res}")
+    return sent
+
+
 BACKFILLS_Q = """{ partitionBackfillsOrError(limit: 10) { ... on PartitionBackfills {
   results { id status timestamp endTimestamp numPartitions runs(limit: 100) { runId status } } } } }"""
 
@@ -227,7 +267,7 @@ class RunTimes:
     status: str
     what: str  # the partition range or "unpartitioned"
     created: float
-    dequeued: float | None
+    launched: float | None  # RUN_STARTING: the queue daemon handed it to the run launcher
     started: float | None  # RUN_START: the run worker is up and executing
     ended: float | None
     steps: list[tuple[str, float, float]] = field(default_factory=list)
@@ -289,7 +329,7 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
                 run.status.value,
                 what,
                 rec.create_timestamp.timestamp(),
-                first.get(et.RUN_DEQUEUED),
+                first.get(et.RUN_STARTING),
                 first.get(et.RUN_START),
                 ended,
                 steps,
@@ -297,6 +337,61 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
         )
     instance.dispose()
     return sorted(out, key=lambda r: r.created)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+DAEMON_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \+0000 - dagster\.daemon\.(\w+) - \w+ - (.*)$"
+)
+
+
+def daemon_log(path: Path) -> list[tuple[float, str, str]]:
+    """``(timestamp, daemon, message)`` of each daemon line ``dg dev`` printed (the
+    timestamps have whole seconds)."""
+    out: list[tuple[float, str, str]] = []
+    for line in path.read_text(errors="replace").splitlines():
+        m = DAEMON_LINE.match(ANSI.sub("", line).strip())
+        if m:
+            when = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+            out.append((when.timestamp(), m.group(2), m.group(3)))
+    return out
+
+
+@dataclass
+class Iterations:
+    """The daemon iterations a run waited through, from the ``dg dev`` log."""
+
+    run_id: str
+    idle_backfill_iterations: int  # backfill iterations after its parents ended, before its own
+    queue_iterations: int  # run-queue iterations that saw queued runs, created → launched
+
+
+def waited_iterations(
+    log: Sequence[tuple[float, str, str]], backfill_id: str, runs: Sequence[RunTimes],
+    clicked: float,
+) -> list[Iterations]:  # fmt: skip
+    """For each run: the backfill iterations that started (by a whole second) after every
+    run before it had ended, yet did not request it; and the run-queue iterations that
+    found queued runs between its creation and its launch (1 when it went at the first)."""
+    evaluating = [t for t, d, m in log if d == "BackfillDaemon" and m.startswith(
+        f"Evaluating asset backfill {backfill_id}")]  # fmt: skip
+    submitted = {
+        m.split()[2]: t
+        for t, d, m in log
+        if d == "BackfillDaemon" and m.startswith("Submitted run")
+    }
+    sorting = [t for t, d, m in log if d == "QueuedRunCoordinatorDaemon" and m.startswith(
+        "Priority sorting")]  # fmt: skip
+    out: list[Iterations] = []
+    for r in runs:
+        ready = max([clicked, *(x.ended for x in runs if x.ended and x.ended <= r.created)])
+        sub = submitted.get(r.run_id, r.created)
+        # the iterations that began after ``ready`` up to the one that submitted the run
+        idle = max(0, sum(1 for t in evaluating if ready + 1 < t <= sub) - 1)
+        start = r.launched or r.started or r.created
+        seen = sum(1 for t in sorting if int(r.created) <= t <= start)
+        out.append(Iterations(r.run_id, idle, seen))
+    return out
 
 
 @dataclass
@@ -308,15 +403,18 @@ class UiResult:
     in_steps_s: float  # of which inside steps
     idle_s: float  # click → last end with no run executing
     backfill_wait_s: float  # run requested by the backfill daemon after its parents ended
-    queue_s: float  # created → dequeued
-    launch_s: float  # dequeued → RUN_START (run worker process start, code load)
+    queue_s: float  # created → RUN_STARTING (launched by the queue daemon)
+    launch_s: float  # RUN_STARTING → RUN_START (run worker process start, code load)
     all_succeeded: bool
     backfill_status: str
+    backfill_iterations: int  # backfill daemon iterations from the click to the last run's end
+    cpu_s: float  # CPU of webserver, daemon, code servers and runs from the click to the end
     runs: list[dict[str, Any]]
 
 
 def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
-              runs: Sequence[RunTimes]) -> UiResult:  # fmt: skip
+              runs: Sequence[RunTimes], log: Sequence[tuple[float, str, str]],
+              cpu: float = 0.0) -> UiResult:  # fmt: skip
     last_end = max((r.ended or 0.0) for r in runs) if runs else clicked
     executing = union_length([(r.started, r.ended) for r in runs if r.started and r.ended])
     backfill_wait = 0.0
@@ -331,28 +429,40 @@ def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
         in_steps_s=round(sum(r.in_steps for r in runs), 1),
         idle_s=round((last_end - clicked) - executing, 1),
         backfill_wait_s=round(backfill_wait, 1),
-        queue_s=round(sum((r.dequeued or r.created) - r.created for r in runs), 1),
-        launch_s=round(sum((r.started or 0) - (r.dequeued or r.created) for r in runs), 1),
+        queue_s=round(sum((r.launched or r.created) - r.created for r in runs), 1),
+        launch_s=round(sum((r.started or 0) - (r.launched or r.created) for r in runs), 1),
         all_succeeded=bool(runs) and all(r.status == "SUCCESS" for r in runs),
         backfill_status=str(bf["status"]),
+        cpu_s=round(cpu, 1),
+        backfill_iterations=sum(
+            1
+            for t, d, m in log
+            if d == "BackfillDaemon"
+            and m.startswith(f"Evaluating asset backfill {bf['id']}")
+            and clicked <= t + 1 <= last_end + 1
+        ),  # fmt: skip
         runs=[
             {
                 "run_id": r.run_id,
                 "status": r.status,
                 "assets": r.what,
                 "created": round(r.created - clicked, 1),
-                "dequeued": round((r.dequeued or r.created) - clicked, 1),
+                "launched": round((r.launched or r.created) - clicked, 1),
                 "started": round((r.started or 0) - clicked, 1),
                 "ended": round((r.ended or 0) - clicked, 1),
                 "steps": [[k, round(s - clicked, 1), round(e - clicked, 1)] for k, s, e in r.steps],
+                "idle_backfill_iterations": it.idle_backfill_iterations,
+                "queue_iterations": it.queue_iterations,
             }  # fmt: skip
-            for r in runs
+            for r, it in zip(runs, waited_iterations(log, bf["id"], runs, clicked), strict=True)
         ],
     )
 
 
-def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium: str,
+def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium: str | None,
                timeout: float) -> tuple[UiResult, Path]:  # fmt: skip
+    """One "Materialize all" on a fresh instance: in chromium, or (``chromium=None``) the
+    same backfill launched through GraphQL."""
     home = work / "home"
     fresh_home(home, config)
     env = ui_env(home, work, extra_env)
@@ -361,13 +471,21 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
     proc = start_ui(home, env, port, work / "dg-dev.log")
     try:
         ready = wait_ready(base, proc, 600)
-        add_partitions(base, sample_job_keys())
-        clicked = click_materialize_all(base, chromium, work / "launched.png")
+        keys = sample_job_keys()
+        add_partitions(base, keys)
+        cpu0 = session_cpu(proc.pid)
+        clicked = (
+            click_materialize_all(base, chromium, work / "launched.png")
+            if chromium
+            else launch_backfill(base, keys)
+        )
         bf = wait_done(base, timeout)
+        cpu = session_cpu(proc.pid) - cpu0
     finally:
         stop_ui(proc)
     runs = run_timeline(home, bf["id"])
-    return summarize(str(config), ready, clicked, bf, runs), work / "published"
+    log = daemon_log(work / "dg-dev.log")
+    return summarize(str(config), ready, clicked, bf, runs, log, cpu), work / "published"
 
 
 # --------------------------------------------------------------------------- the CLI
@@ -430,6 +548,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="extra environment for the UI (e.g. BF_EXECUTOR=in_process)")  # fmt: skip
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    ap.add_argument("--no-browser", action="store_true",
+                    help="launch the same backfill through GraphQL instead of clicking")  # fmt: skip
     ap.add_argument("--timeout", type=float, default=900, help="seconds to wait for the runs")
     ap.add_argument("--skip-cli", action="store_true", help="time only the UI")
     ap.add_argument("--json", type=Path, help="write the figures here as JSON")
@@ -440,17 +560,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     problems: list[str] = []
     report: dict[str, Any] = {"config": str(args.config), "env": extra}
     try:
-        ui, ui_pub = measure_ui(work / "ui", args.config.resolve(), extra, args.chromium,
+        chromium = None if args.no_browser else args.chromium
+        ui, ui_pub = measure_ui(work / "ui", args.config.resolve(), extra, chromium,
                                 args.timeout)  # fmt: skip
         report["ui"] = asdict(ui)
         print(f"UI  ready after {ui.ready_s} s; click -> last run finished "
-              f"{ui.click_to_last_run_end_s} s")  # fmt: skip
+              f"{ui.click_to_last_run_end_s} s (CPU {ui.cpu_s} s)")  # fmt: skip
         print(f"    runs executing {ui.run_execution_s} s (in steps {ui.in_steps_s} s); "
               f"idle {ui.idle_s} s = backfill daemon {ui.backfill_wait_s} s + queue "
-              f"{ui.queue_s} s + run-worker start {ui.launch_s} s")  # fmt: skip
+              f"{ui.queue_s} s + run-worker start {ui.launch_s} s; "
+              f"{ui.backfill_iterations} backfill daemon iterations")  # fmt: skip
         for r in ui.runs:
             print(f"    run {r['run_id'][:8]} {r['status']:<8} {r['assets']}: created +{r['created']}"
-                  f" dequeued +{r['dequeued']} started +{r['started']} ended +{r['ended']}")  # fmt: skip
+                  f" launched +{r['launched']} started +{r['started']} ended +{r['ended']}; idle "
+                  f"backfill iterations {r['idle_backfill_iterations']}, queue iterations "
+                  f"{r['queue_iterations']}")  # fmt: skip
         if not ui.all_succeeded or ui.backfill_status != "COMPLETED_SUCCESS":
             problems.append(f"backfill {ui.backfill_status}, runs: "
                             f"{[r['status'] for r in ui.runs]}")  # fmt: skip
