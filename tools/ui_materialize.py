@@ -277,6 +277,12 @@ class RunTimes:
         return (self.ended - self.started) if self.started and self.ended else 0.0
 
     @property
+    def materialized(self) -> float:
+        """When its last step ended (the backfill daemon goes on from the materializations,
+        not from the run's end)."""
+        return max((e for _, _, e in self.steps), default=self.ended or self.created)
+
+    @property
     def in_steps(self) -> float:
         return union_length([(s, e) for _, s, e in self.steps])
 
@@ -362,8 +368,16 @@ class Iterations:
     """The daemon iterations a run waited through, from the ``dg dev`` log."""
 
     run_id: str
-    idle_backfill_iterations: int  # backfill iterations after its parents ended, before its own
+    idle_backfill_iterations: (
+        int  # backfill iterations after its parents materialized, before its own
+    )
     queue_iterations: int  # run-queue iterations that saw queued runs, created → launched
+
+
+def parents_ready(run: RunTimes, runs: Sequence[RunTimes], clicked: float) -> float:
+    """When everything the backfill had requested before ``run`` was materialized (the
+    click for the first run)."""
+    return max([clicked, *(x.materialized for x in runs if x.created < run.created)])
 
 
 def waited_iterations(
@@ -371,7 +385,7 @@ def waited_iterations(
     clicked: float,
 ) -> list[Iterations]:  # fmt: skip
     """For each run: the backfill iterations that started (by a whole second) after every
-    run before it had ended, yet did not request it; and the run-queue iterations that
+    run before it had materialized its assets, yet did not request it; and the run-queue iterations that
     found queued runs between its creation and its launch (1 when it went at the first)."""
     evaluating = [t for t, d, m in log if d == "BackfillDaemon" and m.startswith(
         f"Evaluating asset backfill {backfill_id}")]  # fmt: skip
@@ -384,7 +398,7 @@ def waited_iterations(
         "Priority sorting")]  # fmt: skip
     out: list[Iterations] = []
     for r in runs:
-        ready = max([clicked, *(x.ended for x in runs if x.ended and x.ended <= r.created)])
+        ready = parents_ready(r, runs, clicked)
         sub = submitted.get(r.run_id, r.created)
         # the iterations that began after ``ready`` up to the one that submitted the run
         idle = max(0, sum(1 for t in evaluating if ready + 1 < t <= sub) - 1)
@@ -402,7 +416,7 @@ class UiResult:
     run_execution_s: float  # sum over runs of RUN_START → end
     in_steps_s: float  # of which inside steps
     idle_s: float  # click → last end with no run executing
-    backfill_wait_s: float  # run requested by the backfill daemon after its parents ended
+    backfill_wait_s: float  # run requested by the backfill daemon after its parents materialized
     queue_s: float  # created → RUN_STARTING (launched by the queue daemon)
     launch_s: float  # RUN_STARTING → RUN_START (run worker process start, code load)
     all_succeeded: bool
@@ -419,8 +433,7 @@ def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
     executing = union_length([(r.started, r.ended) for r in runs if r.started and r.ended])
     backfill_wait = 0.0
     for r in runs:
-        before = [x.ended for x in runs if x.ended and x.ended <= r.created]
-        backfill_wait += r.created - max([clicked, *before])
+        backfill_wait += max(0.0, r.created - parents_ready(r, runs, clicked))
     return UiResult(
         config=config,
         ready_s=round(ready, 1),
