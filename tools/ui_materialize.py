@@ -81,6 +81,7 @@ def ui_env(home: Path, work: Path, extra: Mapping[str, str]) -> dict[str, str]:
         BF_PROJECT_DIR=str(REPO),
         BF_WAREHOUSE=str(work / "warehouse"),
         BF_PUBLISH_DIR=str(work / "published"),
+        BF_EXECUTOR="in_process",  # ./dev ui's default
         DAGSTER_PROJECT_ENV_FILE_PATHS=json.dumps({"bf_assets": str(REPO)}),
     )
     env.update(extra)
