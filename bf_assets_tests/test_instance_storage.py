@@ -158,3 +158,39 @@ def test_the_writer_folds_the_log_back_when_it_exits(home: Path, tmp_path: Path)
     finally:
         conn.close()
     assert n >= 5
+
+
+def test_the_checkpointer_thread_leaves_forking_safe(tmp_path: Path) -> None:
+    """The review forks workers in the release process after Dagster has written events:
+    the instance's checkpointer thread must not turn that off, and a child forked while it
+    runs starts clean."""
+    import sqlalchemy as sa
+
+    from bf_assets.defs import storage
+    from bf_assets.ingest import forked
+
+    home = tmp_path / "tuned"
+    home.mkdir()
+    storage.tune_sqlite_under(str(home))
+    engine = sa.create_engine(f"sqlite:///{home / 'x.db'}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE t (x INTEGER)"))
+        conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+    engine.dispose()
+    assert _mode(home / "x.db") == "wal"
+    assert any(t.name == storage.FLUSHER_NAME for t in threading.enumerate())
+    assert forked.can_fork()
+    job = forked.start_forked(lambda: (os.getpid(), len(storage._keepers)))  # noqa: SLF001
+    assert job is not None
+    pid, kept = job.result()
+    assert pid != os.getpid() and kept == 0  # the child forgot the parent's connections
+    assert str(home / "x.db") in storage._keepers  # noqa: SLF001  (the parent's are intact)
+    # a thread that is not fork-safe still turns forking off
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not forked.can_fork()
+    finally:
+        stop.set()
+        other.join()

@@ -42,6 +42,7 @@ from sqlalchemy.pool import Pool
 
 WAL_ENV = "BF_SQLITE_WAL"
 KEEPERS = 16
+FLUSHER_NAME = "bf-sqlite-wal"
 CHECKPOINT_SECONDS = 1.0
 
 _lock = threading.Lock()
@@ -50,6 +51,7 @@ _listening = False
 # path -> (idle connection, written since the last checkpoint)
 _keepers: OrderedDict[str, tuple[sqlite3.Connection, bool]] = OrderedDict()
 _flusher: threading.Thread | None = None
+_orphans: list[sqlite3.Connection] = []  # a forked child's copies of the parent's keepers
 
 
 def tune_instance_storage(home: str | None = None) -> bool:
@@ -112,23 +114,47 @@ def _keep(path: str) -> None:
             with contextlib.suppress(sqlite3.Error):
                 old.close()
         if _flusher is None or not _flusher.is_alive():
-            _flusher = threading.Thread(target=_flush_loop, name="bf-sqlite-wal", daemon=True)
+            _flusher = threading.Thread(target=_flush_loop, name=FLUSHER_NAME, daemon=True)
+            _flusher.fork_safe = True  # type: ignore[attr-defined]  # see _flush_loop
             _flusher.start()
 
 
 def _flush_loop() -> None:
     """Every :data:`CHECKPOINT_SECONDS`, fold the log of each database written since into
     its file (without waiting for readers): the ``.db`` file changes, and Dagster's watchers
-    of a run's log wake up."""
+    of a run's log wake up.  The work is done under the module lock, which a fork waits for
+    (:func:`_before_fork`): a child never starts with this thread inside SQLite."""
     while True:
         time.sleep(CHECKPOINT_SECONDS)
         with _lock:
-            dirty = [(p, c) for p, (c, d) in _keepers.items() if d]
-            for p, c in dirty:
-                _keepers[p] = (c, False)
-        for _p, c in dirty:
-            with contextlib.suppress(sqlite3.Error):
-                c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            for p, (c, dirty) in list(_keepers.items()):
+                if dirty:
+                    _keepers[p] = (c, False)
+                    with contextlib.suppress(sqlite3.Error):
+                        c.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+
+
+def _before_fork() -> None:
+    _lock.acquire()
+
+
+def _after_fork_parent() -> None:
+    _lock.release()
+
+
+def _after_fork_child() -> None:
+    """A forked worker (the review's, the pages') writes no events: it forgets the parent's
+    idle connections (never closing them: they belong to the parent) and its thread."""
+    global _lock, _flusher
+    _orphans.extend(conn for conn, _dirty in _keepers.values())  # kept, never closed here
+    _keepers.clear()
+    _flusher = None
+    _lock = threading.Lock()
+
+
+os.register_at_fork(
+    before=_before_fork, after_in_parent=_after_fork_parent, after_in_child=_after_fork_child
+)
 
 
 @atexit.register

@@ -75,7 +75,13 @@ class Forked(Generic[T]):
 
 
 def can_fork() -> bool:
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """Forking is safe with no other thread than the main one, except threads that declare
+    themselves fork-safe (``thread.fork_safe = True``: they hold no lock a child could need
+    across a fork, e.g. the instance's SQLite checkpointer, ``defs.storage``)."""
+    if not hasattr(os, "fork"):
+        return False
+    main = threading.main_thread()
+    return all(t is main or getattr(t, "fork_safe", False) for t in threading.enumerate())
 
 
 def start_forked(fn: Callable[[], T]) -> Forked[T] | None:
