@@ -92,14 +92,39 @@ def bracket_depth(text: str) -> int:
 
 
 # One cleaner per process for every page: the text pages repeat (system prompts, tool
-# definitions, the history every step's request carries) is cleaned once (the cache is
-# bounded, and a cached result is exactly what cleaning the text again would give).
-_SHARED: list[Cleaner] = []
+# definitions, the history every step's request carries, task and model names, labels) is
+# cleaned once.  The cleaner's result for a string depends on the string alone, so a
+# remembered result is exactly what cleaning it again would give; the memo is bounded
+# (entries and the length of a remembered string).
+MEMO_ENTRIES = 1 << 16
+MEMO_CHARS = 16 * 1024
 
 
-def _cleaner() -> Cleaner:
+class PageCleaner(Cleaner):
+    """:class:`Cleaner` with every string's result remembered (pages keep no counts)."""
+
+    def __init__(self) -> None:
+        super().__init__(CleanStats())
+        self._memo: dict[str, str] = {}
+
+    def text(self, text: str) -> str:
+        hit = self._memo.get(text)
+        if hit is not None:
+            return hit
+        out = super().text(text)
+        if len(text) <= MEMO_CHARS:
+            if len(self._memo) >= MEMO_ENTRIES:
+                self._memo.clear()
+            self._memo[text] = out
+        return out
+
+
+_SHARED: list[PageCleaner] = []
+
+
+def _cleaner() -> PageCleaner:
     if not _SHARED:
-        _SHARED.append(Cleaner(CleanStats()))
+        _SHARED.append(PageCleaner())
     cleaner = _SHARED[0]
     cleaner.stats = CleanStats()  # pages show no counts: do not let them grow
     return cleaner
@@ -108,15 +133,25 @@ def _cleaner() -> Cleaner:
 class Scrub:
     """The cleaning of one page (``clean=False``: the raw values, for local use only)."""
 
+    __slots__ = ("clean", "_cleaner")
+
     def __init__(self, clean: bool = True) -> None:
         self.clean = clean
         self._cleaner = _cleaner() if clean else None
 
     def value(self, value: Any) -> Any:
-        return self._cleaner.value(value) if self._cleaner is not None else value
+        if self._cleaner is None:
+            return value
+        if isinstance(value, str):
+            return self._cleaner.text(value)
+        return self._cleaner.value(value)
 
     def text(self, text: str) -> str:
-        return self._cleaner.value(text) if self._cleaner is not None else text
+        if self._cleaner is None:
+            return text
+        if isinstance(text, str):  # Cleaner.value of a string is Cleaner.text of it
+            return self._cleaner.text(text)
+        return self._cleaner.value(text)
 
     def fragment(self, text: str) -> tuple[str, bool]:
         """A raw line (or a clipped piece of one) cleaned as text after the key rules."""
