@@ -95,9 +95,9 @@ def bracket_depth(text: str) -> int:
 # definitions, the history every step's request carries, task and model names, labels) is
 # cleaned once.  The cleaner's result for a string depends on the string alone, so a
 # remembered result is exactly what cleaning it again would give; the memo is bounded
-# (entries and the length of a remembered string).
-MEMO_ENTRIES = 1 << 16
-MEMO_CHARS = 16 * 1024
+# (the length of a remembered string and the characters remembered in all).
+MEMO_CHARS = 4096  # longer strings: the Cleaner's own cache
+MEMO_TOTAL = 8 * 1024 * 1024
 
 
 class PageCleaner(Cleaner):
@@ -106,16 +106,20 @@ class PageCleaner(Cleaner):
     def __init__(self) -> None:
         super().__init__(CleanStats())
         self._memo: dict[str, str] = {}
+        self._chars = 0
 
     def text(self, text: str) -> str:
         hit = self._memo.get(text)
         if hit is not None:
             return hit
         out = super().text(text)
-        if len(text) <= MEMO_CHARS:
-            if len(self._memo) >= MEMO_ENTRIES:
+        n = len(text)
+        if n <= MEMO_CHARS:
+            if self._chars + n > MEMO_TOTAL:
                 self._memo.clear()
+                self._chars = 0
             self._memo[text] = out
+            self._chars += n + len(out)
         return out
 
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 import time
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Collection, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +34,7 @@ from bf_assets.dataset.reportfiles import write_atomic
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
-from bf_assets.review.record import TRIAL_ERRORS
+from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
 INDEX = "index.html"
 TRIALS_DIR = "trials"
@@ -81,43 +84,31 @@ def write_pages(
     t0 = time.perf_counter()
     out = Path(out_dir)
     res = PagesResult(out_dir=out, index=out / INDEX)
-    hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
     report_rel = os.path.relpath(report, out).replace(os.sep, "/") if report else None
     wanted = set(only) if only is not None else None
     state_path = out / STATE_FILE
     old_state = _load_state(state_path)
     state: dict[str, str] = dict(old_state) if wanted is not None else {}
-    todo: list[tuple[PageInput, Path]] = []
-    code = code_digest()
-    for t in ds.trials:
-        key = trial_key(t)
-        if wanted is not None and key not in wanted:
-            continue
-        inp = PageInput(
-            review=t,
-            decision=ds.decision.get(key),
-            entry=ds.quarantine.get(key),
-            entries=[e for e in ds.entries if entry_matches(e, t)],
-            trial_path=trial_path(t),
-            index_href="../" + INDEX,
-            report_href="../" + report_rel if report_rel else None,
-        )
-        path = out / hrefs[key]
-        digest = _page_digest(inp, clean=clean, code=code)
-        state[hrefs[key]] = digest
-        res.pages[key] = path
-        if digest is not None and old_state.get(hrefs[key]) == digest and path.is_file():
-            n = path.stat().st_size  # unchanged: not rendered again
-            res.reused += 1
+    # every trial's page name is linked from the index; a full run learns them from the pages
+    hrefs: dict[TrialKey, str] = (
+        {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
+        if wanted is not None
+        else {}
+    )
+    job = _Job(ds, out, clean, report_rel, old_state, code_digest())
+    picked = [i for i, t in enumerate(ds.trials) if wanted is None or trial_key(t) in wanted]
+    for i, (href, digest, n, reused) in zip(picked, _pages(job, picked), strict=True):
+        key = trial_key(ds.trials[i])
+        hrefs[key] = href
+        if digest is not None:
+            state[href] = digest
         else:
-            todo.append((inp, path))
-            continue
+            state.pop(href, None)
+        res.pages[key] = out / href
+        res.reused += reused
         res.bytes += n
         res.largest = max(res.largest, n)
-    for n in _render_all(todo, clean=clean):
-        res.bytes += n
-        res.largest = max(res.largest, n)
-    _save_state(state_path, {k: v for k, v in state.items() if v is not None})
+    _save_state(state_path, state)
     linked = {
         k: h
         for k, h in hrefs.items()
@@ -139,6 +130,84 @@ def write_pages(
 
 STATE_FILE = ".pages-state.json"
 PARALLEL_MIN_PAGES = 32
+BATCH = 16  # pages a worker is given at a time
+QUEUED = 4  # batches waiting per worker
+
+
+@dataclass(slots=True)
+class _Job:
+    """What every page of one ``write_pages`` needs; forked workers inherit it."""
+
+    ds: DatasetReview
+    out: Path
+    clean: bool
+    report_rel: str | None
+    old_state: dict[str, str]
+    code: str
+
+
+# The job of the pool being forked: a worker reads its trials from here by index, so no
+# review is pickled to it.
+_JOB: list[_Job] = []
+
+
+def _page_input(job: _Job, t: TrialReview) -> PageInput:
+    key = trial_key(t)
+    return PageInput(
+        review=t,
+        decision=job.ds.decision.get(key),
+        entry=job.ds.quarantine.get(key),
+        entries=[e for e in job.ds.entries if entry_matches(e, t)],
+        trial_path=trial_path(t),
+        index_href="../" + INDEX,
+        report_href="../" + job.report_rel if job.report_rel else None,
+    )
+
+
+def _one_page(job: _Job, i: int) -> tuple[str, str | None, int, bool]:
+    """The page of trial ``i``: ``(href, digest, bytes, reused)``; rendered and written
+    unless its digest says it is unchanged."""
+    t = job.ds.trials[i]
+    href = page_name(trial_key(t), clean=job.clean)
+    inp = _page_input(job, t)
+    digest = _page_digest(inp, clean=job.clean, code=job.code)
+    path = job.out / href
+    if digest is not None and job.old_state.get(href) == digest:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            return href, digest, st.st_size, True  # unchanged: not rendered again
+    return href, digest, _render_one(inp, path, job.clean), False
+
+
+def _batch(indices: list[int]) -> list[tuple[str, str | None, int, bool]]:
+    job = _JOB[0]
+    return [_one_page(job, i) for i in indices]
+
+
+def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int, bool]]:
+    """Every picked trial's page, in order.  Many pages on every core: the workers are
+    forked with ``job`` and given batches of trial indices, a bounded number at a time."""
+    workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
+    if workers <= 1:
+        for i in picked:
+            yield _one_page(job, i)
+        return
+    batches = (picked[k : k + BATCH] for k in range(0, len(picked), BATCH))
+    _JOB[:] = [job]
+    try:
+        with fork_pool(workers) as pool:
+            pending: deque[Future[list[tuple[str, str | None, int, bool]]]] = deque()
+            for b in batches:
+                pending.append(pool.submit(_batch, b))
+                if len(pending) >= workers * QUEUED:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+    finally:
+        _JOB.clear()
 
 
 def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
@@ -174,22 +243,3 @@ def _render_one(inp: PageInput, path: Path, clean: bool) -> int:
     except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
         html = error_page(inp, exc, clean=clean)
     return _write(path, html)
-
-
-def _render_chunk(items: list[tuple[PageInput, Path]], clean: bool) -> list[int]:
-    return [_render_one(inp, path, clean) for inp, path in items]
-
-
-def _render_all(todo: list[tuple[PageInput, Path]], *, clean: bool) -> list[int]:
-    """Render and write every page of ``todo``; the sizes written.  Large batches on every
-    core (each worker writes its own pages)."""
-    workers = min(os.cpu_count() or 1, max(1, len(todo) // PARALLEL_MIN_PAGES))
-    if workers <= 1:
-        return [_render_one(inp, path, clean) for inp, path in todo]
-    size = max(1, len(todo) // (workers * 4))
-    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    out: list[int] = []
-    with fork_pool(workers) as pool:
-        for sizes in pool.map(_render_chunk, chunks, [clean] * len(chunks)):
-            out.extend(sizes)
-    return out
