@@ -30,7 +30,6 @@ from bf_assets.batch.run import fork_pool
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
-from bf_assets.dataset.reportfiles import write_atomic
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -66,8 +65,24 @@ class PagesResult:
 
 
 def _write(path: Path, text: str) -> int:
+    """Write a page atomically (a temporary file of this process, one rename), 0644 like
+    ``reportfiles.write_atomic``; the folder is made when missing."""
     data = text.encode("utf-8")
-    write_atomic(path, data)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
+    try:
+        os.fchmod(fd, 0o644)  # whatever the umask
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return len(data)
 
 
