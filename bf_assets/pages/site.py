@@ -33,6 +33,7 @@ from bf_assets.dataset.quarantine import entry_matches, trial_path
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
+from bf_assets.redact import default_rules
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
 INDEX = "index.html"
@@ -211,6 +212,8 @@ def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int,
             yield _one_page(job, i)
         return
     batches = (picked[k : k + BATCH] for k in range(0, len(picked), BATCH))
+    if job.clean:
+        default_rules()  # compiled once, before the fork, for every worker
     _JOB[:] = [job]
     try:
         with fork_pool(workers) as pool:
