@@ -18,6 +18,7 @@ import os
 import pickle
 import resource
 import subprocess
+import threading
 import sys
 import time
 from pathlib import Path
@@ -28,6 +29,41 @@ def _status(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])  # kB
     return 0
+
+
+def _pss_kb(pid: int | str) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _children() -> list[str]:
+    out: list[str] = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            out.extend((task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
+class PssSampler(threading.Thread):
+    """The largest proportional set size of this process and its children together."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak_kb = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            total = _pss_kb("self") + sum(_pss_kb(c) for c in _children())
+            self.peak_kb = max(self.peak_kb, total)
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -48,11 +84,16 @@ def child(args: argparse.Namespace) -> None:
     from bf_assets.pages.site import write_pages
 
     rss0 = _status("VmRSS")
+    pss0 = _pss_kb("self")
     me = resource.getrusage(resource.RUSAGE_SELF)
     cpu0 = me.ru_utime + me.ru_stime
+    sampler = PssSampler()
+    sampler.start()
     t0 = time.perf_counter()
     res = write_pages(ds, args.out, clean=not args.raw)
     wall = time.perf_counter() - t0
+    sampler.done.set()
+    sampler.join()
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = {
         "pages": len(res.pages),
@@ -63,6 +104,8 @@ def child(args: argparse.Namespace) -> None:
         "rss_before_mb": round(rss0 / 1024, 1),
         "rss_peak_mb": round(_status("VmHWM") / 1024, 1),
         "workers_peak_mb": round(kids.ru_maxrss / 1024, 1),
+        "pss_before_mb": round(pss0 / 1024, 1),
+        "tree_pss_peak_mb": round(sampler.peak_kb / 1024, 1),
     }
     print(json.dumps(out))
 

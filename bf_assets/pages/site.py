@@ -12,6 +12,7 @@ rendered again.  Many pages are rendered on every core (``batch.run.fork_pool``)
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
@@ -215,6 +216,7 @@ def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int,
     if job.clean:
         default_rules()  # compiled once, before the fork, for every worker
     _JOB[:] = [job]
+    gc.freeze()  # the workers' collector leaves the inherited objects (and their pages) alone
     try:
         with fork_pool(workers) as pool:
             pending: deque[Future[list[tuple[str, str | None, int, bool]]]] = deque()
@@ -226,6 +228,7 @@ def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int,
                 yield from pending.popleft().result()
     finally:
         _JOB.clear()
+        gc.unfreeze()
 
 
 def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
