@@ -12,14 +12,15 @@ peak, and the workers' peak; ``--hashes`` writes the sha256 of every page writte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import pickle
 import resource
 import subprocess
-import threading
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -45,10 +46,8 @@ def _pss_kb(pid: int | str) -> int:
 def _children() -> list[str]:
     out: list[str] = []
     for task in Path("/proc/self/task").iterdir():
-        try:
+        with contextlib.suppress(OSError):
             out.extend((task / "children").read_text().split())
-        except OSError:
-            pass
     return out
 
 
