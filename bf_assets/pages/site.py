@@ -7,7 +7,12 @@ a full run removes the pages of trials no longer reviewed.
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
 by stat, the options and the package's code); a page whose digest is unchanged is not
-rendered again.  Many pages are rendered on every core (``batch.run.fork_pool``).
+rendered again.  Many pages are made on every core (``batch.run.fork_pool``): the forked
+workers inherit the dataset review and are given batches of trial indices, a bounded number
+at a time; each names, digests and (when changed) renders and writes its pages and sends
+back only ``(name, digest, bytes, reused)``, so the step keeps a few hundred bytes per trial
+beside the review it was given.  Each process cleans with one cleaner that remembers the
+strings it cleaned (:class:`bf_assets.pages.scrub.PageCleaner`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import re
 import stat
 import time
 from collections import deque
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,7 +118,11 @@ def write_pages(
         else {}
     )
     job = _Job(ds, out, clean, report_rel, old_state, code_digest())
-    picked = [i for i, t in enumerate(ds.trials) if wanted is None or trial_key(t) in wanted]
+    picked: Sequence[int] = (
+        range(len(ds.trials))
+        if wanted is None
+        else [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
+    )
     for i, (href, digest, n, reused) in zip(picked, _pages(job, picked), strict=True):
         key = trial_key(ds.trials[i])
         hrefs[key] = href
@@ -204,7 +213,7 @@ def _batch(indices: list[int]) -> list[tuple[str, str | None, int, bool]]:
     return [_one_page(job, i) for i in indices]
 
 
-def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int, bool]]:
+def _pages(job: _Job, picked: Sequence[int]) -> Iterator[tuple[str, str | None, int, bool]]:
     """Every picked trial's page, in order.  Many pages on every core: the workers are
     forked with ``job`` and given batches of trial indices, a bounded number at a time."""
     workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
@@ -212,7 +221,7 @@ def _pages(job: _Job, picked: list[int]) -> Iterator[tuple[str, str | None, int,
         for i in picked:
             yield _one_page(job, i)
         return
-    batches = (picked[k : k + BATCH] for k in range(0, len(picked), BATCH))
+    batches = (list(picked[k : k + BATCH]) for k in range(0, len(picked), BATCH))
     if job.clean:
         default_rules()  # compiled once, before the fork, for every worker
     _JOB[:] = [job]
