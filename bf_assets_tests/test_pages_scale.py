@@ -11,6 +11,7 @@ import pytest
 from test_pages_core import HOME_PATH, SECRET, review_dataset
 from trialkit import healthy_spec
 
+from bf_assets.curate import clean as clean_module
 from bf_assets.dataset.common import trial_key
 from bf_assets.pages import lines, site
 from bf_assets.pages.lines import TrialFiles
@@ -142,3 +143,29 @@ def test_pages_are_world_readable_and_leave_no_temporary_file(
     assert len(files) == 5
     for p in out.rglob("*.html"):
         assert stat.S_IMODE(p.stat().st_mode) == 0o644
+
+
+def test_new_secret_rules_render_every_page_again_and_redact_there(
+    runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "acme_" + "k3y9" * 6
+    for i in range(2):
+        spec = healthy_spec(task=f"task-{i}", rollout_id=f"acac000{i}")
+        assert spec.acp is not None
+        spec.acp[1]["text"] = f"the team key is {secret}"
+        spec.write(runs_root)
+    out = tmp_path / "pages"
+    first = site.write_pages(review_dataset(runs_root), out)
+    assert all(secret in p.read_text() for p in first.pages.values())  # no rule knows it yet
+    rules = tmp_path / "extra.toml"
+    rules.write_text(
+        "[[rules]]\nid = \"acme-key\"\nregex = '''\\bacme_[a-z0-9]{24}\\b'''\n"
+        'keywords = ["acme_"]\n'
+    )
+    monkeypatch.setenv("BF_ASSETS_SECRET_RULES", str(rules))
+    clean_module._clean_short.cache_clear()  # a release is a new process: no cleaned text kept
+    again = site.write_pages(review_dataset(runs_root), out)
+    assert again.reused == 0
+    for p in again.pages.values():
+        page = p.read_text()
+        assert secret not in page and "[REDACTED:acme-key]" in page

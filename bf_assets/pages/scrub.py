@@ -21,7 +21,7 @@ from bf_assets.curate.clean import (
     Cleaner,
     CleanStats,
 )
-from bf_assets.redact import PLACEHOLDER, is_secret_key
+from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
 _KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
@@ -103,8 +103,9 @@ MEMO_TOTAL = 8 * 1024 * 1024
 class PageCleaner(Cleaner):
     """:class:`Cleaner` with every string's result remembered (pages keep no counts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: object = None) -> None:
         super().__init__(CleanStats())
+        self.rules = rules  # what the remembered results were cleaned with
         self._memo: dict[str, str] = {}
         self._chars = 0
 
@@ -127,8 +128,9 @@ _SHARED: list[PageCleaner] = []
 
 
 def _cleaner() -> PageCleaner:
-    if not _SHARED:
-        _SHARED.append(PageCleaner())
+    rules = default_rules()  # the rule set in force (a new one when the custom rules change)
+    if not _SHARED or _SHARED[0].rules is not rules:
+        _SHARED[:] = [PageCleaner(rules)]
     cleaner = _SHARED[0]
     cleaner.stats = CleanStats()  # pages show no counts: do not let them grow
     return cleaner

@@ -39,7 +39,8 @@ from bf_assets.dataset.quarantine import entry_matches, trial_path
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
-from bf_assets.redact import default_rules
+from bf_assets.redact import RULES_ENV, default_rules
+from bf_assets.redact.gitleaks import RULES_DIR
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
 INDEX = "index.html"
@@ -117,7 +118,7 @@ def write_pages(
         if wanted is not None
         else {}
     )
-    job = _Job(ds, out, clean, report_rel, old_state, code_digest())
+    job = _Job(ds, out, clean, report_rel, old_state, code_digest() + rules_digest())
     picked: Sequence[int] = (
         range(len(ds.trials))
         if wanted is None
@@ -238,6 +239,21 @@ def _pages(job: _Job, picked: Sequence[int]) -> Iterator[tuple[str, str | None, 
     finally:
         _JOB.clear()
         gc.unfreeze()
+
+
+def rules_digest() -> str:
+    """Digest of the secret rules a cleaned page is made with (the shipped rule files and
+    the ones ``BF_ASSETS_SECRET_RULES`` names): new rules render every page again."""
+    h = hashlib.sha256()
+    shipped = sorted(p for p in RULES_DIR.rglob("*") if p.is_file())
+    extra = [Path(p) for p in os.environ.get(RULES_ENV, "").split(os.pathsep) if p]
+    for p in [*shipped, *extra]:
+        h.update(f"{p}\0".encode())
+        try:
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+        except OSError as exc:
+            h.update(f"unreadable {exc.errno}".encode())
+    return h.hexdigest()
 
 
 def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
