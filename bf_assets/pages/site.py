@@ -7,11 +7,11 @@ a full run removes the pages of trials no longer reviewed.
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
 by stat, the options and the package's code); a page whose digest is unchanged is not
-rendered again.  Many pages are made on every core (``batch.run.fork_pool``): the forked
-workers inherit the dataset review and are given batches of trial indices, a bounded number
-at a time; each names, digests and (when changed) renders and writes its pages and sends
-back only ``(name, digest, bytes, reused)``, so the step keeps a few hundred bytes per trial
-beside the review it was given.  Each process cleans with one cleaner that remembers the
+rendered again.  Many pages are made on every core (``batch.run.fork_pool``): forked
+workers are sent small batches of page inputs, a bounded number at a time; each names,
+digests and (when changed) renders and writes its pages and sends back only ``(name,
+digest, bytes, reused)``, so the step keeps a few hundred bytes per trial beside the review
+it was given.  Each process cleans with one cleaner that remembers the
 strings it cleaned (:class:`bf_assets.pages.scrub.PageCleaner`).
 """
 
@@ -173,9 +173,9 @@ class _Job:
     code: str
 
 
-# The job of the pool being forked: a worker reads its trials from here by index, so no
-# review is pickled to it.
+# The job of the pool being forked (the workers inherit it: the old state is not sent).
 _JOB: list[_Job] = []
+Made = tuple[str, str | None, int, bool]  # (page name, digest, bytes, reused)
 
 
 def _page_input(job: _Job, t: TrialReview) -> PageInput:
@@ -191,12 +191,9 @@ def _page_input(job: _Job, t: TrialReview) -> PageInput:
     )
 
 
-def _one_page(job: _Job, i: int) -> tuple[str, str | None, int, bool]:
-    """The page of trial ``i``: ``(href, digest, bytes, reused)``; rendered and written
-    unless its digest says it is unchanged."""
-    t = job.ds.trials[i]
-    href = page_name(trial_key(t), clean=job.clean)
-    inp = _page_input(job, t)
+def _one_page(job: _Job, inp: PageInput) -> Made:
+    """One trial's page, rendered and written unless its digest says it is unchanged."""
+    href = page_name(trial_key(inp.review), clean=job.clean)
     digest = _page_digest(inp, clean=job.clean, code=job.code)
     path = job.out / href
     if digest is not None and job.old_state.get(href) == digest:
@@ -209,27 +206,31 @@ def _one_page(job: _Job, i: int) -> tuple[str, str | None, int, bool]:
     return href, digest, _render_one(inp, path, job.clean), False
 
 
-def _batch(indices: list[int]) -> list[tuple[str, str | None, int, bool]]:
+def _batch(inputs: list[PageInput]) -> list[Made]:
     job = _JOB[0]
-    return [_one_page(job, i) for i in indices]
+    return [_one_page(job, inp) for inp in inputs]
 
 
-def _pages(job: _Job, picked: Sequence[int]) -> Iterator[tuple[str, str | None, int, bool]]:
-    """Every picked trial's page, in order.  Many pages on every core: the workers are
-    forked with ``job`` and given batches of trial indices, a bounded number at a time."""
+def _pages(job: _Job, picked: Sequence[int]) -> Iterator[Made]:
+    """Every picked trial's page, in order.  Many pages on every core: forked workers are
+    sent batches of ``BATCH`` page inputs, at most ``QUEUED`` per worker waiting, so a worker
+    holds a few reviews at a time (it never touches, and so never copies, the parent's)."""
     workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
     if workers <= 1:
         for i in picked:
-            yield _one_page(job, i)
+            yield _one_page(job, _page_input(job, job.ds.trials[i]))
         return
-    batches = (list(picked[k : k + BATCH]) for k in range(0, len(picked), BATCH))
+    batches = (
+        [_page_input(job, job.ds.trials[i]) for i in picked[k : k + BATCH]]
+        for k in range(0, len(picked), BATCH)
+    )
     if job.clean:
         default_rules()  # compiled once, before the fork, for every worker
     _JOB[:] = [job]
     gc.freeze()  # the workers' collector leaves the inherited objects (and their pages) alone
     try:
         with fork_pool(workers) as pool:
-            pending: deque[Future[list[tuple[str, str | None, int, bool]]]] = deque()
+            pending: deque[Future[list[Made]]] = deque()
             for b in batches:
                 pending.append(pool.submit(_batch, b))
                 if len(pending) >= workers * QUEUED:
