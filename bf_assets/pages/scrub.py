@@ -16,6 +16,7 @@ from typing import Any
 
 from bf_assets.curate.clean import (
     BANNED_KEYS,
+    CACHE_MIN_CHARS,
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
     Cleaner,
@@ -96,7 +97,7 @@ def bracket_depth(text: str) -> int:
 # cleaned once.  The cleaner's result for a string depends on the string alone, so a
 # remembered result is exactly what cleaning it again would give; the memo is bounded
 # (the length of a remembered string and the characters remembered in all).
-MEMO_CHARS = 4096  # longer strings: the Cleaner's own cache
+MEMO_CHARS = 64 * 1024  # longer strings are cleaned every time they are met
 MEMO_TOTAL = 8 * 1024 * 1024
 
 
@@ -113,8 +114,10 @@ class PageCleaner(Cleaner):
         hit = self._memo.get(text)
         if hit is not None:
             return hit
-        out = super().text(text)
         n = len(text)
+        # short strings: the process-wide bounded cache; longer ones: the same result, kept
+        # only in the bounded memo (the Cleaner's own cache of them has no size bound)
+        out = super().text(text) if n < CACHE_MIN_CHARS else self._clean_text(text)[0]
         if n <= MEMO_CHARS:
             if self._chars + n > MEMO_TOTAL:
                 self._memo.clear()
