@@ -4,7 +4,6 @@ cleaning, bounded output on a heavy trial, the index, the asset and ``bf-assets 
 from __future__ import annotations
 
 import dataclasses
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -222,16 +221,13 @@ def heavy(tmp_path_factory: pytest.TempPathFactory) -> DatasetReview:
     return review_dataset(root)
 
 
-def test_heavy_trial_page_is_fast_small_and_bounded(heavy: DatasetReview, tmp_path: Path) -> None:
+def test_heavy_trial_page_is_small_and_bounded(heavy: DatasetReview, tmp_path: Path) -> None:
     [t] = heavy.trials
     llm = Path(t.ref.path) / LLM_FILE
     assert llm.stat().st_size > 100 * 1024 * 1024  # the 400-exchange trial: ~145 MB
-    start = time.perf_counter()
-    with peak_traced_memory() as peak:
+    with peak_traced_memory() as peak:  # its time is measured by bench/pages_bench.py
         res = write_pages(heavy, tmp_path / "pages")
-    took = time.perf_counter() - start
     size = res.pages[trial_key(t)].stat().st_size
-    assert took < 2.0, f"{took:.2f} s"  # well under a second on an idle machine
     assert size < 300 * 1024
     assert peak[0] < 64 * 1024 * 1024
     html = res.pages[trial_key(t)].read_text()

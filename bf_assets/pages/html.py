@@ -15,6 +15,8 @@ import re
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+# any character escaping changes: markup, quotes, control characters, lone surrogates
+_CHANGES = re.compile(r"[&<>\"'\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 
 CSS = """
 :root { --bad:#b42318; --warn:#b54708; --ok:#067647; --info:#475467; --line:#eaecf0;
@@ -76,6 +78,8 @@ details > summary { cursor: pointer; color: var(--muted); }
 def esc(value: Any) -> str:
     """Text (or an attribute value) for HTML: escaped, control characters replaced."""
     text = value if isinstance(value, str) else ("" if value is None else str(value))
+    if _CHANGES.search(text) is None:  # most values: nothing to escape or replace
+        return text
     return html.escape(_CONTROL.sub("\ufffd", text), quote=True)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ PIECE = MiB
 # in them by its evidence); bigger files keep only the spans that were asked for.
 SMALL_FILE = 8 * MiB
 MAX_ALL_SPANS = 500_000  # a small file of more lines keeps only the wanted spans too
+# Files up to this size are read in one piece and their lines served from memory (most
+# trajectories and documents of a trial); bigger ones are streamed.
+WHOLE_FILE = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +48,7 @@ class FileScan:
     spans: dict[int, Span] = field(default_factory=dict)
     all_spans: array[int] | None = None  # line starts of a small file (index = line - 1)
     found: dict[bytes, int] = field(default_factory=dict)  # needle -> first line holding it
+    data: bytes | None = None  # the whole file, when it is at most WHOLE_FILE bytes
 
     def span(self, line: int) -> Span | None:
         hit = self.spans.get(line)
@@ -120,6 +125,11 @@ class TrialFiles:
             return out
         assert real is not None
         out.size = size
+        if size <= WHOLE_FILE:
+            with open(real, "rb", buffering=0) as fh:
+                data = fh.read(WHOLE_FILE + 1)
+            if len(data) <= WHOLE_FILE:
+                return self._scan_bytes(out, w, data)
         small = size <= SMALL_FILE
         starts: array[int] | None = array("q") if small else None
         needles = sorted(w.needles) if small else []
@@ -164,6 +174,44 @@ class TrialFiles:
         return out
 
     @staticmethod
+    def _scan_bytes(out: FileScan, w: _Want, data: bytes) -> FileScan:
+        """What :meth:`_scan` finds, from the whole file in memory (the same lines, spans
+        and needles: a needle counts where it lies inside one line, its newline included)."""
+        starts = array("q")
+        pos, n = 0, len(data)
+        find = data.find
+        while pos < n:
+            starts.append(pos)
+            nl = find(b"\n", pos)
+            pos = n if nl < 0 else nl + 1
+        lines = len(starts)
+
+        def span(line: int) -> Span:
+            start = starts[line - 1]
+            end = starts[line] if line < lines else n
+            return Span(start, end - start)
+
+        for line in range(1, min(w.head, lines) + 1):
+            out.spans[line] = span(line)
+        for line in sorted(w.lines):
+            if w.head < line <= lines:
+                out.spans[line] = span(line)
+        if w.tail > 0:
+            for line in range(max(1, lines - w.tail + 1), lines + 1):
+                out.spans[line] = span(line)
+        for needle in sorted(w.needles):
+            if b"\n" in needle[:-1]:
+                continue  # crosses a line end: in no one line
+            at = find(needle)
+            if at >= 0:
+                out.found[needle] = bisect_right(starts, at)
+        out.lines = lines
+        out.size = n
+        out.all_spans = starts if lines <= MAX_ALL_SPANS else None
+        out.data = data
+        return out
+
+    @staticmethod
     def _look(out: FileScan, needles: list[bytes], data: bytes, lineno: int) -> None:
         for n in needles:
             if n not in out.found and n in data:
@@ -181,7 +229,10 @@ class TrialFiles:
     def read(self, rel: str, line: int, limit: int) -> tuple[bytes, int] | None:
         """Up to ``limit`` bytes of a line (its newline dropped) and the bytes left out; None
         when the line was not scanned."""
-        span = self.scan(rel).span(line)
+        scan = self.scan(rel)
+        span = scan.span(line)
+        if span is not None and scan.data is not None:
+            return _read_span(scan.data, span, limit)
         fh = self._handle(rel) if span is not None else None
         if span is None or fh is None:
             return None
@@ -200,7 +251,11 @@ class TrialFiles:
 
     def find_in_line(self, rel: str, line: int, needle: bytes) -> int | None:
         """Offset of ``needle`` inside a line, streamed in pieces (any line length)."""
-        span = self.scan(rel).span(line)
+        scan = self.scan(rel)
+        span = scan.span(line)
+        if span is not None and scan.data is not None and needle:
+            at = scan.data.find(needle, span.start, span.start + span.length)
+            return None if at < 0 else at - span.start
         fh = self._handle(rel) if span is not None else None
         if span is None or fh is None or not needle:
             return None
@@ -220,7 +275,12 @@ class TrialFiles:
         return None
 
     def read_at(self, rel: str, line: int, offset: int, limit: int) -> bytes:
-        span = self.scan(rel).span(line)
+        scan = self.scan(rel)
+        span = scan.span(line)
+        if span is not None and scan.data is not None:
+            offset = max(0, min(offset, span.length))
+            start = span.start + offset
+            return scan.data[start : start + max(0, min(limit, span.length - offset))]
         fh = self._handle(rel) if span is not None else None
         if span is None or fh is None:
             return b""
@@ -238,6 +298,18 @@ class TrialFiles:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_span(data: bytes, span: Span, limit: int) -> tuple[bytes, int]:
+    """:meth:`TrialFiles.read` of a line of a file held in memory."""
+    body = span.length
+    got = data[span.start : span.start + min(limit, body)]
+    if len(got) == body:  # the whole line: drop its line end
+        return got.rstrip(b"\r\n"), 0
+    omitted = body - len(got)
+    if data[span.start + body - 1 : span.start + body] == b"\n":
+        omitted -= 1
+    return got, max(omitted, 0)
 
 
 def decode(data: bytes) -> str:

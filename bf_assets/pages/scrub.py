@@ -16,12 +16,13 @@ from typing import Any
 
 from bf_assets.curate.clean import (
     BANNED_KEYS,
+    CACHE_MIN_CHARS,
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
     Cleaner,
     CleanStats,
 )
-from bf_assets.redact import PLACEHOLDER, is_secret_key
+from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
 _KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
@@ -92,14 +93,47 @@ def bracket_depth(text: str) -> int:
 
 
 # One cleaner per process for every page: the text pages repeat (system prompts, tool
-# definitions, the history every step's request carries) is cleaned once (the cache is
-# bounded, and a cached result is exactly what cleaning the text again would give).
-_SHARED: list[Cleaner] = []
+# definitions, the history every step's request carries, task and model names, labels) is
+# cleaned once.  The cleaner's result for a string depends on the string alone, so a
+# remembered result is exactly what cleaning it again would give; the memo is bounded
+# (the length of a remembered string and the characters remembered in all).
+MEMO_CHARS = 64 * 1024  # longer strings are cleaned every time they are met
+MEMO_TOTAL = 8 * 1024 * 1024
 
 
-def _cleaner() -> Cleaner:
-    if not _SHARED:
-        _SHARED.append(Cleaner(CleanStats()))
+class PageCleaner(Cleaner):
+    """:class:`Cleaner` with every string's result remembered (pages keep no counts)."""
+
+    def __init__(self, rules: object = None) -> None:
+        super().__init__(CleanStats())
+        self.rules = rules  # what the remembered results were cleaned with
+        self._memo: dict[str, str] = {}
+        self._chars = 0
+
+    def text(self, text: str) -> str:
+        hit = self._memo.get(text)
+        if hit is not None:
+            return hit
+        n = len(text)
+        # short strings: the process-wide bounded cache; longer ones: the same result, kept
+        # only in the bounded memo (the Cleaner's own cache of them has no size bound)
+        out = super().text(text) if n < CACHE_MIN_CHARS else self._clean_text(text)[0]
+        if n <= MEMO_CHARS:
+            if self._chars + n > MEMO_TOTAL:
+                self._memo.clear()
+                self._chars = 0
+            self._memo[text] = out
+            self._chars += n + len(out)
+        return out
+
+
+_SHARED: list[PageCleaner] = []
+
+
+def _cleaner() -> PageCleaner:
+    rules = default_rules()  # the rule set in force (a new one when the custom rules change)
+    if not _SHARED or _SHARED[0].rules is not rules:
+        _SHARED[:] = [PageCleaner(rules)]
     cleaner = _SHARED[0]
     cleaner.stats = CleanStats()  # pages show no counts: do not let them grow
     return cleaner
@@ -108,15 +142,25 @@ def _cleaner() -> Cleaner:
 class Scrub:
     """The cleaning of one page (``clean=False``: the raw values, for local use only)."""
 
+    __slots__ = ("clean", "_cleaner")
+
     def __init__(self, clean: bool = True) -> None:
         self.clean = clean
         self._cleaner = _cleaner() if clean else None
 
     def value(self, value: Any) -> Any:
-        return self._cleaner.value(value) if self._cleaner is not None else value
+        if self._cleaner is None:
+            return value
+        if isinstance(value, str):
+            return self._cleaner.text(value)
+        return self._cleaner.value(value)
 
     def text(self, text: str) -> str:
-        return self._cleaner.value(text) if self._cleaner is not None else text
+        if self._cleaner is None:
+            return text
+        if isinstance(text, str):  # Cleaner.value of a string is Cleaner.text of it
+            return self._cleaner.text(text)
+        return self._cleaner.value(text)
 
     def fragment(self, text: str) -> tuple[str, bool]:
         """A raw line (or a clipped piece of one) cleaned as text after the key rules."""

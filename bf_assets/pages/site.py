@@ -7,16 +7,25 @@ a full run removes the pages of trials no longer reviewed.
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
 by stat, the options and the package's code); a page whose digest is unchanged is not
-rendered again.  Many pages are rendered on every core (``batch.run.fork_pool``).
+rendered again.  Many pages are made on every core (``batch.run.fork_pool``): forked
+workers are sent small batches of page inputs, a bounded number at a time; each names,
+digests and (when changed) renders and writes its pages and sends back only ``(name,
+digest, bytes, reused)``, so the step keeps a few hundred bytes per trial beside the review
+it was given.  Each process cleans with one cleaner that remembers the
+strings it cleaned (:class:`bf_assets.pages.scrub.PageCleaner`).
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
+import stat
 import time
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Collection, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,11 +36,12 @@ from bf_assets.batch.run import fork_pool
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
-from bf_assets.dataset.reportfiles import write_atomic
 from bf_assets.pages.index import render_index
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
-from bf_assets.review.record import TRIAL_ERRORS
+from bf_assets.redact import RULES_ENV, default_rules
+from bf_assets.redact.gitleaks import RULES_DIR
+from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
 INDEX = "index.html"
 TRIALS_DIR = "trials"
@@ -63,8 +73,24 @@ class PagesResult:
 
 
 def _write(path: Path, text: str) -> int:
+    """Write a page atomically (a temporary file of this process, one rename), 0644 like
+    ``reportfiles.write_atomic``; the folder is made when missing."""
     data = text.encode("utf-8")
-    write_atomic(path, data)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
+    try:
+        os.fchmod(fd, 0o644)  # whatever the umask
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return len(data)
 
 
@@ -81,43 +107,35 @@ def write_pages(
     t0 = time.perf_counter()
     out = Path(out_dir)
     res = PagesResult(out_dir=out, index=out / INDEX)
-    hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
     report_rel = os.path.relpath(report, out).replace(os.sep, "/") if report else None
     wanted = set(only) if only is not None else None
     state_path = out / STATE_FILE
     old_state = _load_state(state_path)
     state: dict[str, str] = dict(old_state) if wanted is not None else {}
-    todo: list[tuple[PageInput, Path]] = []
-    code = code_digest()
-    for t in ds.trials:
-        key = trial_key(t)
-        if wanted is not None and key not in wanted:
-            continue
-        inp = PageInput(
-            review=t,
-            decision=ds.decision.get(key),
-            entry=ds.quarantine.get(key),
-            entries=[e for e in ds.entries if entry_matches(e, t)],
-            trial_path=trial_path(t),
-            index_href="../" + INDEX,
-            report_href="../" + report_rel if report_rel else None,
-        )
-        path = out / hrefs[key]
-        digest = _page_digest(inp, clean=clean, code=code)
-        state[hrefs[key]] = digest
-        res.pages[key] = path
-        if digest is not None and old_state.get(hrefs[key]) == digest and path.is_file():
-            n = path.stat().st_size  # unchanged: not rendered again
-            res.reused += 1
+    # every trial's page name is linked from the index; a full run learns them from the pages
+    hrefs: dict[TrialKey, str] = (
+        {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
+        if wanted is not None
+        else {}
+    )
+    job = _Job(ds, out, clean, report_rel, old_state, code_digest() + rules_digest())
+    picked: Sequence[int] = (
+        range(len(ds.trials))
+        if wanted is None
+        else [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
+    )
+    for i, (href, digest, n, reused) in zip(picked, _pages(job, picked), strict=True):
+        key = trial_key(ds.trials[i])
+        hrefs[key] = href
+        if digest is not None:
+            state[href] = digest
         else:
-            todo.append((inp, path))
-            continue
+            state.pop(href, None)
+        res.pages[key] = out / href
+        res.reused += reused
         res.bytes += n
         res.largest = max(res.largest, n)
-    for n in _render_all(todo, clean=clean):
-        res.bytes += n
-        res.largest = max(res.largest, n)
-    _save_state(state_path, {k: v for k, v in state.items() if v is not None})
+    _save_state(state_path, state)
     linked = {
         k: h
         for k, h in hrefs.items()
@@ -139,6 +157,104 @@ def write_pages(
 
 STATE_FILE = ".pages-state.json"
 PARALLEL_MIN_PAGES = 32
+BATCH = 16  # pages a worker is given at a time
+QUEUED = 4  # batches waiting per worker
+
+
+@dataclass(slots=True)
+class _Job:
+    """What every page of one ``write_pages`` needs; forked workers inherit it."""
+
+    ds: DatasetReview
+    out: Path
+    clean: bool
+    report_rel: str | None
+    old_state: dict[str, str]
+    code: str
+
+
+# The job of the pool being forked (the workers inherit it: the old state is not sent).
+_JOB: list[_Job] = []
+Made = tuple[str, str | None, int, bool]  # (page name, digest, bytes, reused)
+
+
+def _page_input(job: _Job, t: TrialReview) -> PageInput:
+    key = trial_key(t)
+    return PageInput(
+        review=t,
+        decision=job.ds.decision.get(key),
+        entry=job.ds.quarantine.get(key),
+        entries=[e for e in job.ds.entries if entry_matches(e, t)],
+        trial_path=trial_path(t),
+        index_href="../" + INDEX,
+        report_href="../" + job.report_rel if job.report_rel else None,
+    )
+
+
+def _one_page(job: _Job, inp: PageInput) -> Made:
+    """One trial's page, rendered and written unless its digest says it is unchanged."""
+    href = page_name(trial_key(inp.review), clean=job.clean)
+    digest = _page_digest(inp, clean=job.clean, code=job.code)
+    path = job.out / href
+    if digest is not None and job.old_state.get(href) == digest:
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            return href, digest, st.st_size, True  # unchanged: not rendered again
+    return href, digest, _render_one(inp, path, job.clean), False
+
+
+def _batch(inputs: list[PageInput]) -> list[Made]:
+    job = _JOB[0]
+    return [_one_page(job, inp) for inp in inputs]
+
+
+def _pages(job: _Job, picked: Sequence[int]) -> Iterator[Made]:
+    """Every picked trial's page, in order.  Many pages on every core: forked workers are
+    sent batches of ``BATCH`` page inputs, at most ``QUEUED`` per worker waiting, so a worker
+    holds a few reviews at a time (it never touches, and so never copies, the parent's)."""
+    workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
+    if workers <= 1:
+        for i in picked:
+            yield _one_page(job, _page_input(job, job.ds.trials[i]))
+        return
+    batches = (
+        [_page_input(job, job.ds.trials[i]) for i in picked[k : k + BATCH]]
+        for k in range(0, len(picked), BATCH)
+    )
+    if job.clean:
+        default_rules()  # compiled once, before the fork, for every worker
+    _JOB[:] = [job]
+    gc.freeze()  # the workers' collector leaves the inherited objects (and their pages) alone
+    try:
+        with fork_pool(workers) as pool:
+            pending: deque[Future[list[Made]]] = deque()
+            for b in batches:
+                pending.append(pool.submit(_batch, b))
+                if len(pending) >= workers * QUEUED:
+                    yield from pending.popleft().result()
+            while pending:
+                yield from pending.popleft().result()
+    finally:
+        _JOB.clear()
+        gc.unfreeze()
+
+
+def rules_digest() -> str:
+    """Digest of the secret rules a cleaned page is made with (the shipped rule files and
+    the ones ``BF_ASSETS_SECRET_RULES`` names): new rules render every page again."""
+    h = hashlib.sha256()
+    shipped = sorted(p for p in RULES_DIR.rglob("*") if p.is_file())
+    extra = [Path(p) for p in os.environ.get(RULES_ENV, "").split(os.pathsep) if p]
+    for p in [*shipped, *extra]:
+        h.update(f"{p}\0".encode())
+        try:
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+        except OSError as exc:
+            h.update(f"unreadable {exc.errno}".encode())
+    return h.hexdigest()
 
 
 def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
@@ -174,22 +290,3 @@ def _render_one(inp: PageInput, path: Path, clean: bool) -> int:
     except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
         html = error_page(inp, exc, clean=clean)
     return _write(path, html)
-
-
-def _render_chunk(items: list[tuple[PageInput, Path]], clean: bool) -> list[int]:
-    return [_render_one(inp, path, clean) for inp, path in items]
-
-
-def _render_all(todo: list[tuple[PageInput, Path]], *, clean: bool) -> list[int]:
-    """Render and write every page of ``todo``; the sizes written.  Large batches on every
-    core (each worker writes its own pages)."""
-    workers = min(os.cpu_count() or 1, max(1, len(todo) // PARALLEL_MIN_PAGES))
-    if workers <= 1:
-        return [_render_one(inp, path, clean) for inp, path in todo]
-    size = max(1, len(todo) // (workers * 4))
-    chunks = [todo[i : i + size] for i in range(0, len(todo), size)]
-    out: list[int] = []
-    with fork_pool(workers) as pool:
-        for sizes in pool.map(_render_chunk, chunks, [clean] * len(chunks)):
-            out.extend(sizes)
-    return out
