@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import tomllib
 from collections import Counter
 from collections.abc import Callable
@@ -59,9 +60,24 @@ def load_custom(path: Path) -> list[Rule]:
     return rules
 
 
-def _custom_paths() -> list[Path]:
-    extra = [Path(p) for p in os.environ.get(RULES_ENV, "").split(os.pathsep) if p]
-    return ([CUSTOM_RULES] if CUSTOM_RULES.is_file() else []) + extra
+_CUSTOM_CHECK_SECONDS = 1.0
+_custom_seen: tuple[str, float, tuple[Path, ...]] | None = None
+
+
+def _custom_paths() -> tuple[Path, ...]:
+    """The custom rule files in force: the shipped ``custom.toml`` when present, then
+    ``$BF_ASSETS_SECRET_RULES``.  Every string cleaned asks; the answer is recomputed when the
+    variable changes and otherwise at most once a second (one ``stat``, not one a string)."""
+    global _custom_seen
+    env = os.environ.get(RULES_ENV, "")
+    now = time.monotonic()
+    seen = _custom_seen
+    if seen is not None and seen[0] == env and now - seen[1] < _CUSTOM_CHECK_SECONDS:
+        return seen[2]
+    extra = [Path(p) for p in env.split(os.pathsep) if p]
+    paths = tuple(([CUSTOM_RULES] if CUSTOM_RULES.is_file() else []) + extra)
+    _custom_seen = (env, now, paths)
+    return paths
 
 
 @cache
@@ -76,7 +92,7 @@ def _default_rules(custom: tuple[Path, ...]) -> RuleSet:
 
 def default_rules() -> RuleSet:
     """The rule set every redaction uses (built once per process and custom-rule list)."""
-    return _default_rules(tuple(_custom_paths()))
+    return _default_rules(_custom_paths())
 
 
 def secret_spans(text: str) -> list[Span]:
