@@ -81,9 +81,7 @@ class Usage:
 class Child:
     """A child process measured with ``os.wait4`` (its own process group)."""
 
-    def __init__(
-        self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, log: Path
-    ) -> None:
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path, log: Path) -> None:
         self.argv = list(argv)
         self.log = log
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -277,9 +275,7 @@ def redis_database(url: str) -> Iterator[str]:
     token = f"{os.getpid()}-{time.time_ns()}"
     chosen = None
     for db in range(1, 16):
-        client = redis.Redis.from_url(
-            f"{base}/{db}", socket_connect_timeout=2, socket_timeout=5
-        )
+        client = redis.Redis.from_url(f"{base}/{db}", socket_connect_timeout=2, socket_timeout=5)
         try:
             if client.dbsize() == 0 and client.set(CLAIM_KEY, token, nx=True, ex=6 * 3600):
                 chosen = db
