@@ -42,6 +42,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -150,6 +151,12 @@ def base_env(extra: Mapping[str, str]) -> dict[str, str]:
     env.update(PYTHONPATH=path, DAGSTER_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_TELEMETRY="1")
     env.update(extra)
     return env
+
+
+def _script(name: str) -> str:
+    """A console script of this interpreter's environment, else from ``$PATH``."""
+    here = Path(sys.executable).parent / name
+    return str(here) if here.is_file() else (shutil.which(name) or name)
 
 
 def bf_assets_cli() -> list[str]:
@@ -365,6 +372,7 @@ class RangeRun:
 class Split:
     db: str
     broker: str
+    launch: str  # how the runs were launched: execute or queue
     ranges: list[RangeRun]
     release: Usage
     helpers: list[Usage]
@@ -413,36 +421,156 @@ def _helper(cmd: str, args: Sequence[str], env: Mapping[str, str], work: Path) -
     return json.loads(result.read_text()), usage
 
 
-def _execute(
-    job: str,
-    tags: Mapping[str, str],
-    queue: str,
-    env: Mapping[str, str],
-    work: Path,
-    label: str,
-) -> Child:
-    """``dagster job execute`` of ``job`` in the code location, its steps on ``queue``."""
+def _run_config(work: Path, label: str, queue: str) -> Path:
+    """Run config: the run's Celery queue, the console quiet (every event stays in the log)."""
     config = {"execution": {"config": {"config_source": {"task_default_queue": queue}}}, **QUIET}
     cfg = work / f"{label}.run_config.json"
     cfg.write_text(json.dumps(config))
-    argv = [
-        python(),
-        "-m",
-        "dagster",
-        "job",
-        "execute",
-        "-m",
-        "bf_assets.definitions",
-        "-a",
-        "defs",
-        "-j",
-        job,
-        "-c",
-        str(cfg),
-        "--tags",
-        json.dumps(dict(tags)),
-    ]
-    return Child(argv, env, REPO_ROOT, work / f"{label}.log")
+    return cfg
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    job: str
+    tags: dict[str, str]
+    queue: str
+    label: str
+
+
+class ExecuteLauncher:
+    """Each run is a ``dagster job execute`` child: that process is the run worker (as a
+    Kubernetes Job running the same command would be); its steps go to the Celery queue."""
+
+    name = "execute"
+
+    def __init__(self, env: Mapping[str, str], work: Path) -> None:
+        self.env, self.work = env, work
+        self.services: list[Usage] = []
+
+    def start(self) -> None:
+        pass
+
+    def run_all(self, specs: Sequence[RunSpec], timeout_s: float) -> list[Usage]:
+        children = [
+            Child(
+                [
+                    python(),
+                    "-m",
+                    "dagster",
+                    "job",
+                    "execute",
+                    *("-m", "bf_assets.definitions", "-a", "defs", "-j", spec.job),
+                    *("-c", str(_run_config(self.work, spec.label, spec.queue))),
+                    *("--tags", json.dumps(spec.tags)),
+                ],
+                self.env,
+                REPO_ROOT,
+                self.work / f"{spec.label}.log",
+            )
+            for spec in specs
+        ]
+        usages = [c.wait(timeout_s) for c in children]
+        for c, u, spec in zip(children, usages, specs, strict=True):
+            if u.exit_code != 0:
+                raise ScaleoutError(f"{spec.label} run failed (exit {u.exit_code}):\n{c.tail()}")
+        return usages
+
+    def stop(self) -> None:
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class QueueLauncher:
+    """A deployment's path: a code server (``dagster api grpc``, the user-code deployment),
+    ``dagster-daemon`` draining the instance's run queue (``QueuedRunCoordinator`` of the
+    profile) with the instance's run launcher (``DefaultRunLauncher`` here: a run worker
+    subprocess of the code server; ``K8sRunLauncher`` on Kubernetes: a pod), and each run
+    submitted with ``dagster job launch`` (it returns once the run is queued)."""
+
+    name = "queue"
+
+    def __init__(self, env: Mapping[str, str], work: Path) -> None:
+        self.env, self.work = env, work
+        self.port = _free_port()
+        self.grpc = ["--grpc-host", "127.0.0.1", "--grpc-port", str(self.port)]
+        self.children: list[Child] = []
+        self.services: list[Usage] = []
+
+    def start(self) -> None:
+        server = Child(
+            [
+                *(python(), "-m", "dagster", "api", "grpc"),
+                *("-m", "bf_assets.definitions", "-a", "defs"),
+                *("-h", "127.0.0.1", "-p", str(self.port)),
+            ],
+            self.env,
+            REPO_ROOT,
+            self.work / "code-server.log",
+        )
+        self.children.append(server)
+        deadline = time.monotonic() + 120
+        while True:
+            probe = subprocess.run(
+                [python(), "-m", "dagster", "api", "grpc-health-check", "-p", str(self.port)],
+                env=dict(self.env),
+                capture_output=True,
+            )
+            if probe.returncode == 0:
+                break
+            if server.proc.poll() is not None or time.monotonic() > deadline:
+                raise ScaleoutError(f"the code server did not start:\n{server.tail()}")
+            time.sleep(0.5)
+        daemon = Child(
+            [_script("dagster-daemon"), "run", *self.grpc],
+            self.env,
+            self.work,
+            self.work / "daemon.log",
+        )
+        self.children.append(daemon)
+
+    def run_all(self, specs: Sequence[RunSpec], timeout_s: float) -> list[Usage]:
+        ids = [str(uuid.uuid4()) for _ in specs]
+        launches = [
+            Child(
+                [
+                    *(python(), "-m", "dagster", "job", "launch", *self.grpc, "-j", spec.job),
+                    *("-c", str(_run_config(self.work, spec.label, spec.queue))),
+                    *("--tags", json.dumps(spec.tags), "--run-id", run_id),
+                ],
+                self.env,
+                REPO_ROOT,
+                self.work / f"{spec.label}.launch.log",
+            )
+            for spec, run_id in zip(specs, ids, strict=True)
+        ]
+        for launch, spec in zip(launches, specs, strict=True):
+            u = launch.wait(600)
+            if u.exit_code != 0:
+                raise ScaleoutError(f"dagster job launch failed ({spec.label}):\n{launch.tail()}")
+            self.services.append(u)
+        done, usage = _helper(
+            "wait", ["--run-ids", *ids, "--timeout", str(timeout_s)], self.env, self.work
+        )
+        self.services.append(usage)
+        out = []
+        for spec, run_id in zip(specs, ids, strict=True):
+            r = done[run_id]
+            if r["status"] != "SUCCESS":
+                raise ScaleoutError(f"{spec.label} run {run_id} ended {r['status']}")
+            # the run worker is a child of the code server: its CPU and RSS are the server's
+            out.append(Usage([spec.job, run_id], r["wall_s"], 0.0, 0.0, 0))
+        return out
+
+    def stop(self) -> None:
+        for c in reversed(self.children):
+            c.signal(signal.SIGTERM)
+        for c in reversed(self.children):
+            self.services.append(c.wait(timeout_s=30))
 
 
 def run_split(
@@ -453,12 +581,14 @@ def run_split(
     *,
     n_ranges: int = 2,
     pin: bool = True,
+    launch: str = "execute",
     timeout_s: float = 4 * 3600,
 ) -> Split:
     """(b): the release over ``jobs`` as ``n_ranges`` ingest runs at once on two Celery
     workers, then the release run, publishing into ``work/out``.  With ``pin``, range ``i``
     goes to worker ``i``'s own queue (the split is visible and deterministic); otherwise
-    every run uses the shared queue and the broker spreads the steps."""
+    every run uses the shared queue and the broker spreads the steps.  ``launch``:
+    ``execute`` (``ExecuteLauncher``) or ``queue`` (``QueueLauncher``)."""
     work.mkdir(parents=True, exist_ok=True)
     home = work / "dagster_home"
     home.mkdir(exist_ok=True)
@@ -470,6 +600,7 @@ def run_split(
     )
     env = split_env(jobs, work, pg, broker, config_dir)
     session = f"{socket.gethostname()}-{secrets.token_hex(4)}"
+    launcher = (QueueLauncher if launch == "queue" else ExecuteLauncher)(env, work)
     started = time.perf_counter()
 
     # The schema is created and the partitions registered before any worker opens the
@@ -478,51 +609,40 @@ def run_split(
     workers = [start_worker(name, env, work) for name in WORKERS]
     helpers = [reg]
     try:
+        launcher.start()
         wait_ready(workers, WORKER_START_TIMEOUT_S)
         setup_s = time.perf_counter() - started
-        blocks: list[list[str]] = plan["ranges"]
+        blocks: list[list[str]] = [r["partitions"] for r in plan]
         queues = [
             workers[i % len(workers)].queue if pin else SHARED_QUEUE for i in range(len(blocks))
         ]
-        t0 = time.perf_counter()
-        children = [
-            _execute(
-                "ingest_job",
-                {SESSION_TAG: session, **tags},
-                queue,
-                env,
-                work,
-                f"ingest-range{i}",
-            )
-            for i, (tags, queue) in enumerate(zip(plan["tags"], queues, strict=True))
+        specs = [
+            RunSpec("ingest_job", {SESSION_TAG: session, **r["tags"]}, q, f"ingest-range{i}")
+            for i, (r, q) in enumerate(zip(plan, queues, strict=True))
         ]
-        usages = [c.wait(timeout_s) for c in children]
+        t0 = time.perf_counter()
+        usages = launcher.run_all(specs, timeout_s)
         ingest_wall_s = time.perf_counter() - t0
-        for c, u in zip(children, usages, strict=True):
-            if u.exit_code != 0:
-                raise ScaleoutError(f"ingest range run failed (exit {u.exit_code}):\n{c.tail()}")
-        rel_child = _execute(
-            "release_job", {SESSION_TAG: session}, SHARED_QUEUE, env, work, "release"
-        )
-        rel = rel_child.wait(timeout_s)
+        release = RunSpec("release_job", {SESSION_TAG: session}, SHARED_QUEUE, "release")
+        [rel] = launcher.run_all([release], timeout_s)
         wall_s = time.perf_counter() - started
-        if rel.exit_code != 0:
-            raise ScaleoutError(f"release run failed (exit {rel.exit_code}):\n{rel_child.tail()}")
     finally:
+        launcher.stop()
         stop_workers(workers)
     runs, insp = _helper("inspect", ["--session", session], env, work)
-    helpers.append(insp)
+    helpers += [insp, *launcher.services]
     worker_pids = {w.name: w.child.pid for w in workers}
     pinned = {w.queue: w.name for w in workers} if pin else None
     problems = check_on_workers(runs, worker_pids, expected_ranges=blocks, pinned=pinned)
     ranges = [
-        RangeRun(b, sum(plan["weights"].get(k, 0) for k in b), q, u)
-        for b, q, u in zip(blocks, queues, usages, strict=True)
+        RangeRun(r["partitions"], r["trials"], q, u)
+        for r, q, u in zip(plan, queues, usages, strict=True)
     ]
     everything = [*usages, rel, *helpers, *(w.usage for w in workers if w.usage)]
     return Split(
         db=pg.db,
         broker=broker,
+        launch=launcher.name,
         ranges=ranges,
         release=rel,
         helpers=helpers,
@@ -667,27 +787,10 @@ def exported_rows(out: Path) -> int | None:
 def _register(result: Path, n_ranges: int) -> None:
     """Create the instance's storage, register one partition per job directory, and cut the
     instance's partition order into ranges balanced by trials."""
-    import dagster as dg
+    from bf_assets.defs.ranges import register_ranges
 
-    from bf_assets.defs.partitions import job_partitions
-    from bf_assets.defs.ranges import range_run_tags, split_ranges
-    from bf_assets.defs.resources import default_run_roots
-    from bf_assets.ingest.discovery import discover_trials
-
-    trials = discover_trials(default_run_roots())
-    weights: dict[str, int] = {}
-    for t in trials:
-        weights[t.job_key] = weights.get(t.job_key, 0) + 1
-    instance = dg.DagsterInstance.get()
-    name = job_partitions.name or "trial_jobs"
-    known = set(instance.get_dynamic_partitions(name))
-    new = [k for k in sorted(weights) if k not in known]
-    if new:
-        instance.add_dynamic_partitions(name, new)
-    order = [k for k in instance.get_dynamic_partitions(name) if k in weights]
-    ranges = split_ranges(order, n_ranges, weights)
-    tags = [range_run_tags(b) for b in ranges]
-    result.write_text(json.dumps({"ranges": ranges, "tags": tags, "weights": weights}))
+    ranges = register_ranges(n_ranges)
+    result.write_text(json.dumps(ranges))
 
 
 def _inspect(result: Path, session: str) -> None:
@@ -738,6 +841,32 @@ def _inspect(result: Path, session: str) -> None:
     result.write_text(json.dumps(out))
 
 
+def _wait(result: Path, run_ids: Sequence[str], timeout_s: float) -> None:
+    """Wait until every run of ``run_ids`` is finished; their status and wall time."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.get()
+    deadline = time.monotonic() + timeout_s
+    out: dict[str, dict[str, Any]] = {}
+    while len(out) < len(run_ids):
+        for run_id in run_ids:
+            if run_id in out:
+                continue
+            record = instance.get_run_record_by_id(run_id)
+            if record is None or not record.dagster_run.is_finished:
+                continue
+            start, end = record.start_time, record.end_time
+            out[run_id] = {
+                "status": record.dagster_run.status.value,
+                "wall_s": round(end - start, 2) if start and end else None,
+            }
+        if len(out) < len(run_ids):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"runs not finished after {timeout_s:.0f} s")
+            time.sleep(1.0)
+    result.write_text(json.dumps(out))
+
+
 # ------------------------------------------------------------------------------ the command
 
 
@@ -766,6 +895,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the scratch folder")
     p.add_argument("--ranges", type=int, default=2, help="partition ranges (default 2)")
     p.add_argument("--shared-queue", action="store_true", help="no pinning of ranges to workers")
+    p.add_argument(
+        "--launch",
+        choices=("execute", "queue"),
+        default="execute",
+        help="runs as `dagster job execute` children (default), or submitted with `dagster job "
+        "launch` to the run queue of a dagster-daemon and a code server",
+    )
     p.add_argument("--skip-one-process", action="store_true", help="skip (a)")
     p.add_argument("--skip-split", action="store_true", help="skip (b) and (c)")
     p.add_argument("--reference", type=Path, help="a published dataset to compare B with")
@@ -785,7 +921,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not corpus.exists():
             raise ScaleoutError(f"no corpus at {corpus} (give --corpus, or --quick)")
         jobs = _jobs_of(corpus)
-    n_trials = sum(1 for _ in jobs.glob("*/*/result.json"))
+    n_trials = sum(1 for j in jobs.iterdir() if j.is_dir() for t in j.iterdir() if t.is_dir())
     print(f"corpus: {jobs} ({n_trials:,} trials)  work: {work}", flush=True)
     report: dict[str, Any] = {"corpus": str(jobs), "trials": n_trials}
     reference = args.reference
@@ -803,7 +939,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 redis_database(args.redis) as broker,
             ):
                 split = run_split(
-                    jobs, work / "B", pg, broker, n_ranges=args.ranges, pin=not args.shared_queue
+                    jobs,
+                    work / "B",
+                    pg,
+                    broker,
+                    n_ranges=args.ranges,
+                    pin=not args.shared_queue,
+                    launch=args.launch,
                 )
             report["split"] = asdict(split)
             for i, r in enumerate(split.ranges):
@@ -853,13 +995,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _helper_main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=("_register", "_inspect"))
+    p.add_argument("cmd", choices=("_register", "_inspect", "_wait"))
+    p.add_argument("--run-ids", nargs="*", default=[])
+    p.add_argument("--timeout", type=float, default=4 * 3600)
     p.add_argument("--result", type=Path, required=True)
     p.add_argument("--ranges", type=int, default=2)
     p.add_argument("--session", default="")
     args = p.parse_args(argv)
     if args.cmd == "_register":
         _register(args.result, args.ranges)
+    elif args.cmd == "_wait":
+        _wait(args.result, args.run_ids, args.timeout)
     else:
         _inspect(args.result, args.session)
     return 0
