@@ -380,7 +380,7 @@ class Split:
     worker_pids: dict[str, int]
     setup_s: float  # workers ready and partitions registered
     ingest_wall_s: float  # both ranges, launched together
-    wall_s: float  # from the first worker start to the end of the release run
+    wall_s: float  # from registering the partitions to the end of the release run
     cpu_s: float  # every process of the split
     peak_rss_mb: float  # the largest single process
     runs: list[dict[str, Any]]  # what the instance recorded (see ``inspect``)
@@ -410,12 +410,14 @@ def split_env(
     )
 
 
-def _helper(cmd: str, args: Sequence[str], env: Mapping[str, str], work: Path) -> tuple[Any, Usage]:
+def _helper(
+    cmd: str, args: Sequence[str], env: Mapping[str, str], work: Path, timeout_s: float = 3600
+) -> tuple[Any, Usage]:
     """``scaleout.py _<cmd>`` in a child (Dagster is imported there, never here)."""
     result = work / f"{cmd}.json"
     argv = [python(), str(Path(__file__).resolve()), f"_{cmd}", "--result", str(result), *args]
     child = Child(argv, env, work, work / f"{cmd}.log")
-    usage = child.wait(3600)
+    usage = child.wait(timeout_s)
     if usage.exit_code != 0:
         raise ScaleoutError(f"{cmd} failed (exit {usage.exit_code}):\n{child.tail()}")
     return json.loads(result.read_text()), usage
@@ -554,7 +556,11 @@ class QueueLauncher:
                 raise ScaleoutError(f"dagster job launch failed ({spec.label}):\n{launch.tail()}")
             self.services.append(u)
         done, usage = _helper(
-            "wait", ["--run-ids", *ids, "--timeout", str(timeout_s)], self.env, self.work
+            "wait",
+            ["--run-ids", *ids, "--timeout", str(timeout_s)],
+            self.env,
+            self.work,
+            timeout_s + 60,
         )
         self.services.append(usage)
         out = []
@@ -955,7 +961,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             print(f"    release run   {_fmt(split.release)}")
             for name, u in split.workers.items():
-                print(f"    worker {name}  {_fmt(u)}")
+                print(f"    worker {name}  {_fmt(u)} (stopped with SIGTERM)")
             print(
                 f"    split: setup {split.setup_s:.1f} s, ingest (both ranges) "
                 f"{split.ingest_wall_s:.1f} s, wall {split.wall_s:.1f} s, CPU (all processes) "
