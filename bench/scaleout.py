@@ -172,7 +172,7 @@ class OneProcess:
     usage: Usage
     out: str
     exported: int | None
-    summary: dict[str, Any] | None
+    verdict: str | None
 
 
 def run_one_process(jobs: Path, work: Path, timeout_s: float | None = None) -> OneProcess:
@@ -190,18 +190,16 @@ def run_one_process(jobs: Path, work: Path, timeout_s: float | None = None) -> O
     child = Child(argv, env, work, work / "release.log")
     usage = child.wait(timeout_s)
     text = child.log.read_text(errors="replace")
-    exported = None
-    summary = None
+    exported = verdict = None
     for line in text.splitlines():
         if line.startswith("trials exported:"):
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, IndexError):
                 exported = int(line.split(":", 1)[1].split()[0])
-        if line.startswith("{") and '"status"' in line:
-            with contextlib.suppress(ValueError):
-                summary = json.loads(line)
+        if line.startswith("release verdict:"):
+            verdict = line.split(":", 1)[1].strip()
     if usage.exit_code != 0:
         raise ScaleoutError(f"one-process release exited {usage.exit_code}:\n{child.tail()}")
-    return OneProcess(usage, str(out), exported, summary)
+    return OneProcess(usage, str(out), exported, verdict)
 
 
 # ------------------------------------------------------------------------------ services
