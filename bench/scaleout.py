@@ -355,7 +355,7 @@ def stop_workers(workers: Sequence[Worker]) -> None:
     for w in workers:
         w.child.signal(signal.SIGTERM)
     for w in workers:
-        w.usage = w.child.wait(timeout_s=20.0)
+        w.usage = w.child.wait(timeout_s=90.0)
 
 
 @dataclass
