@@ -1,0 +1,232 @@
+"""Scale-out: a release split into partition ranges on two Celery workers publishes the same
+bytes as the one-process ``bf-assets release`` (``bench/scaleout.py``).
+
+The end-to-end test generates a four-job corpus (``bf_assets.sample.generator``), runs
+``bf-assets release`` on it (the reference), then the split of ``bench/scaleout.py``: a fresh
+PostgreSQL database with the deploy profile shared by every process, a claimed Redis database
+as broker, two ``dagster-celery`` workers (solo pool), the two partition ranges launched at once
+as one ``dagster job execute`` run each, pinned to one worker each, then ``release_job``.  It
+fails when a range is not exactly one run, when a step ran anywhere but in a worker (its engine
+event's node and its ``STEP_START`` pid), or when any published file differs.  Skipped when
+dagster-celery, redis-py, psycopg2, dagster-postgres, Redis or PostgreSQL is missing
+(``$BF_TEST_REDIS_URL``, default ``redis://127.0.0.1:6379``; ``$BF_TEST_PG_HOST``/``_PORT``/
+``_USER``).  The other tests need no service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from bf_assets.defs.ranges import PARTITION, RANGE_END, RANGE_START, range_run_tags, split_ranges
+from bf_assets.sample.generator import generate_corpus
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+N_TRIALS = 310  # four jobs of 100, 100, 100 and 10 trials: two ranges of two jobs
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:dagster_celery.executor")
+
+
+def _load_scaleout() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "bf_scaleout", REPO_ROOT / "bench" / "scaleout.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module
+    spec.loader.exec_module(module)
+    return module
+
+
+scaleout = _load_scaleout()
+
+
+# --------------------------------------------------------------------------- ranges
+
+
+def test_split_ranges_are_consecutive_and_cover_every_partition() -> None:
+    order = [f"jobs/{i:02d}" for i in range(7)]
+    for n in range(1, 9):
+        ranges = split_ranges(order, n)
+        assert [k for r in ranges for k in r] == order
+        assert len(ranges) == min(n, len(order)) and all(ranges)
+    assert split_ranges(order, 2) == [order[:4], order[4:]]
+    assert split_ranges([], 2) == []
+    with pytest.raises(ValueError):
+        split_ranges(order, 0)
+
+
+def test_split_ranges_balance_trials() -> None:
+    order = ["a", "b", "c", "d"]
+    weights = {"a": 100, "b": 100, "c": 100, "d": 10}
+    assert split_ranges(order, 2, weights) == [["a", "b"], ["c", "d"]]
+    # one heavy job makes its own range
+    assert split_ranges(order, 2, {"a": 1000, "b": 1, "c": 1, "d": 1}) == [["a"], ["b", "c", "d"]]
+    # never an empty range, even when all the weight sits at the end
+    assert split_ranges(order, 3, {"a": 0, "b": 0, "c": 0, "d": 9}) == [["a", "b"], ["c"], ["d"]]
+
+
+def test_range_run_tags() -> None:
+    assert range_run_tags(["a", "b", "c"]) == {RANGE_START: "a", RANGE_END: "c"}
+    assert range_run_tags(["a"]) == {PARTITION: "a"}
+    with pytest.raises(ValueError):
+        range_run_tags([])
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _run(job: str, rng: list[str] | None, steps: dict[str, dict[str, Any]], queue: str) -> dict:
+    return {
+        "run_id": f"{job}-{rng}",
+        "job": job,
+        "status": "SUCCESS",
+        "range": rng,
+        "queue": queue,
+        "steps": steps,
+    }
+
+
+PIDS = {"bf-w1": 101, "bf-w2": 102}
+PINNED = {"bf-w1-only": "bf-w1", "bf-w2-only": "bf-w2"}
+RANGES = [["a", "b"], ["c", "d"]]
+
+
+def _good_runs() -> list[dict]:
+    return [
+        _run(
+            "ingest_job",
+            ["a", "b"],
+            {"ingest_trials": {"worker": "bf-w1@h", "pid": 101}},
+            "bf-w1-only",
+        ),
+        _run(
+            "ingest_job",
+            ["c", "d"],
+            {"ingest_trials": {"worker": "bf-w2@h", "pid": 102}},
+            "bf-w2-only",
+        ),
+        _run(
+            "release_job",
+            None,
+            {
+                "review": {"worker": "bf-w2@h", "pid": 102},
+                "publish": {"worker": "bf-w1@h", "pid": 101},
+            },
+            "dagster",
+        ),
+    ]
+
+
+def test_check_on_workers_accepts_a_split_on_the_workers() -> None:
+    assert (
+        scaleout.check_on_workers(_good_runs(), PIDS, expected_ranges=RANGES, pinned=PINNED) == []
+    )
+
+
+def test_check_on_workers_flags_what_did_not_run_on_a_worker() -> None:
+    def problems(runs: list[dict]) -> list[str]:
+        return scaleout.check_on_workers(runs, PIDS, expected_ranges=RANGES, pinned=PINNED)
+
+    runs = _good_runs()
+    runs[2]["steps"]["publish"] = {"worker": None, "pid": 999}  # in the run worker
+    assert any("publish ran in pid 999" in p for p in problems(runs))
+
+    runs = _good_runs()
+    runs[0]["steps"]["ingest_trials"] = {"worker": "bf-w2@h", "pid": 102}  # off its pinned worker
+    assert any("pinned to bf-w1" in p for p in problems(runs))
+
+    runs = _good_runs()
+    runs[1] = _run("ingest_job", ["c", "c"], runs[1]["steps"], "bf-w2-only")
+    runs.append(_run("ingest_job", ["d", "d"], runs[1]["steps"], "bf-w2-only"))
+    assert any("not one run per range" in p for p in problems(runs))
+
+    runs = _good_runs()
+    runs[2]["status"] = "FAILURE"
+    assert any("status FAILURE" in p for p in problems(runs))
+
+
+def test_compare_trees_finds_a_changed_byte(tmp_path: Path) -> None:
+    for side in ("a", "b"):
+        (tmp_path / side / "data").mkdir(parents=True)
+        (tmp_path / side / "data" / "train.parquet").write_bytes(b"PAR1" + b"\0" * 100)
+        (tmp_path / side / "README.md").write_text("card\n")
+    assert scaleout.compare_trees(tmp_path / "a", tmp_path / "b").same
+    (tmp_path / "b" / "data" / "train.parquet").write_bytes(b"PAR1" + b"\0" * 99 + b"\1")
+    (tmp_path / "b" / "extra").write_text("x")
+    cmp = scaleout.compare_trees(tmp_path / "a", tmp_path / "b")
+    assert not cmp.same
+    assert cmp.differ == ["data/train.parquet"] and cmp.only_b == ["extra"]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def _pg_users() -> list[str]:
+    users = [os.environ.get("BF_TEST_PG_USER", ""), "postgres", "root", os.environ.get("USER", "")]
+    return list(dict.fromkeys(u for u in users if u))
+
+
+@pytest.fixture
+def services() -> Iterator[tuple[Any, str]]:
+    """A fresh PostgreSQL database and an empty Redis database, or skip."""
+    for module in ("dagster_celery", "redis", "psycopg2", "dagster_postgres"):
+        pytest.importorskip(module)
+    host = os.environ.get("BF_TEST_PG_HOST", "127.0.0.1")
+    port = int(os.environ.get("BF_TEST_PG_PORT", "5432"))
+    redis_url = os.environ.get("BF_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+    with contextlib.ExitStack() as stack:
+        errors = []
+        pg = None
+        for user in _pg_users():
+            try:
+                pg = stack.enter_context(scaleout.postgres_database(host, port, user))
+                break
+            except scaleout.ScaleoutError as exc:
+                errors.append(str(exc).splitlines()[0])
+        if pg is None:
+            pytest.skip(f"PostgreSQL not usable: {'; '.join(errors)}")
+        try:
+            broker = stack.enter_context(scaleout.redis_database(redis_url))
+        except scaleout.ScaleoutError as exc:
+            pytest.skip(str(exc))
+        yield pg, broker
+
+
+def test_split_on_two_celery_workers_publishes_the_same_bytes(
+    services: tuple[Any, str], tmp_path: Path
+) -> None:
+    pg, broker = services
+    generate_corpus(tmp_path / "corpus", N_TRIALS, seed=0)
+    jobs = tmp_path / "corpus" / "jobs"
+    assert len(list(jobs.iterdir())) == 4
+
+    one = scaleout.run_one_process(jobs, tmp_path / "A", timeout_s=600)
+    assert one.usage.exit_code == 0 and one.exported, one  # published (exit 0), rows exported
+    split = scaleout.run_split(jobs, tmp_path / "B", pg, broker, timeout_s=600)
+
+    # two ranges of two partitions, each exactly one run, each on its own worker
+    assert [r.partitions for r in split.ranges] == [
+        sorted(p.relative_to(jobs.parent).as_posix() for p in jobs.iterdir())[i : i + 2]
+        for i in (0, 2)
+    ]
+    assert split.problems == [], split.problems
+    ingest = [r for r in split.runs if r["job"] == "ingest_job"]
+    assert len(ingest) == 2 and all(r["steps"] for r in ingest)
+    steps = {s for r in split.runs for s in r["steps"]}
+    assert "ingest_trials" in steps and "published_dataset" in steps
+
+    cmp = scaleout.compare_trees(Path(one.out), Path(split.out))
+    assert cmp.same, (cmp.differ, cmp.only_a, cmp.only_b)
+    published = scaleout._files(Path(split.out).resolve())
+    assert "meta/manifest.json" in published
+    assert any(rel.startswith("data/") and rel.endswith(".parquet") for rel in published)
+    assert scaleout.exported_rows(Path(split.out)) == one.exported
