@@ -1536,6 +1536,16 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x.replace("_", "")) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of sizes: {text!r}") from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive: {text!r}")
+    return out
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description="Benchmark bf-assets review against Benchflow's validate_run_artifacts.py.",
@@ -1559,6 +1569,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="where raw results are written (default: bench/results/)",
     )
     p.add_argument("--runs", type=int, default=3, help="timed runs per tool (default: 3)")
+    p.add_argument(
+        "--scale-sizes",
+        type=_sizes,
+        default=None,
+        help="comma-separated corpus sizes of the scale scenario (default 1000,5000,20000,100000; "
+        "the third is the flat-memory target's 20,000 point)",
+    )
+    p.add_argument(
+        "--release-sizes",
+        type=_sizes,
+        default=None,
+        help="comma-separated corpus sizes of release-scale (default 2000,20000,100000; the "
+        "first is the reference size)",
+    )
     p.add_argument(
         "--scale-runs",
         type=int,
@@ -1641,6 +1665,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    if args.scale_sizes:
+        sizes = replace(sizes, scale=args.scale_sizes)
+    if args.release_sizes:
+        sizes = replace(sizes, release=args.release_sizes)
     if args.small_trials is not None:
         sizes = replace(sizes, small=args.small_trials)
     args.work.mkdir(parents=True, exist_ok=True)
