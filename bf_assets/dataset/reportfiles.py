@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,48 +73,41 @@ def write_report_json(
     """``report/review.json`` written one trial at a time (the bytes
     ``orjson.dumps(report_payload(...), option=OPT_INDENT_2)`` gives, cleaned value by value
     with ``clean``), so the report of a corpus of any size never sits in memory whole;
-    ``on_row`` sees each cleaned trial row as written (the publish scan)."""
-    head = _head(ds, ctx)
-    if clean is not None:
-        head = clean(head)
-    if on_row is not None:
-        on_row(head)
-    lead = orjson.dumps(head, option=_INDENT, default=str)
+    ``on_row`` sees each cleaned value as written (the head, then every trial row)."""
+
+    def dumped(value: dict[str, Any]) -> bytes:
+        if clean is not None:
+            value = clean(value)
+        if on_row is not None:
+            on_row(value)
+        return orjson.dumps(value, option=_INDENT, default=str)
+
+    def chunks() -> Iterator[bytes]:
+        lead = dumped(_head(ds, ctx))
+        yield b'{\n  "trials": [' if lead == b"{}" else lead[:-2] + b',\n  "trials": ['
+        first = True
+        for t in ds.trials:
+            yield b"\n    " if first else b",\n    "
+            yield dumped(_trial_row(ds, t)).replace(b"\n", b"\n    ")
+            first = False
+        yield b"]\n}" if first else b"\n  ]\n}"
+
+    write_atomic(path, chunks())
+
+
+def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or chunks of them) to ``path`` through a unique temporary file
+    and one rename, readable by all (0644): a reader sees the old file or the new one, never
+    half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
-            if lead == b"{}":
-                fh.write(b'{\n  "trials": [')
+            if isinstance(data, bytes | bytearray | memoryview):
+                fh.write(data)
             else:
-                fh.write(lead[:-2] + b',\n  "trials": [')
-            first = True
-            for t in ds.trials:
-                row = _trial_row(ds, t)
-                if clean is not None:
-                    row = clean(row)
-                if on_row is not None:
-                    on_row(row)
-                body = orjson.dumps(row, option=_INDENT, default=str)
-                fh.write(b"\n    " if first else b",\n    ")
-                fh.write(body.replace(b"\n", b"\n    "))
-                first = False
-            fh.write(b"]\n}" if first else b"\n  ]\n}")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a unique temporary file and one rename, readable
-    by all (0644): a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+                for chunk in data:
+                    fh.write(chunk)
         os.chmod(tmp, 0o644)  # readable like every other published file (mkstemp makes 0600)
         os.replace(tmp, path)
     except BaseException:
