@@ -333,8 +333,7 @@ def _scan_json_rows(path: Path, rel: str, cache: TextCache, report: GateReport) 
                     return False
         if state != "done" or not head or head[0] != b"{":
             return False
-        lead = b"\n".join(head).rstrip(b",")
-        doc = orjson.loads(lead + b"\n}" if not lead.endswith(b"]") else lead + b"\n}")
+        doc = orjson.loads(b"\n".join(head).rstrip(b",") + b"\n}")
     except (OSError, orjson.JSONDecodeError):
         return False
     if not isinstance(doc, dict):
