@@ -36,7 +36,7 @@ class Candidate:
     training_ready: bool
     verdict: str
     attribution: str
-    findings: list[dict[str, Any]] = field(default_factory=list)
+    finding_checks: tuple[str, ...] = ()  # the check of each of its findings
     files: list[tuple[str, str | None]] = field(default_factory=list)  # (rel path, sha256)
 
     @property
@@ -78,7 +78,7 @@ class Candidate:
             training_ready=t.training_ready,
             verdict=t.verdict,
             attribution=t.attribution,
-            findings=[f.to_dict() for f in t.findings],
+            finding_checks=tuple(f.check for f in t.findings),
             files=list(files) if files is not None else _complete_hashes(t),
         )
 

@@ -322,7 +322,7 @@ def build_row(
     messages = (last["prompt"] + last["completion"]) if last else prompt + completion
     ident = body["ident"]
     slot = ident["slot"]
-    findings = sorted({str(f.get("check")) for f in cand.findings if f.get("check")})
+    findings = sorted({str(c) for c in cand.finding_checks if c})
     reward = _num(top.get("reward"))
     if reward is None:
         reward = _num(top.get("score"))
@@ -372,7 +372,7 @@ def build_row(
         "n_tool_calls": n_calls,
         "review_verdict": cand.verdict,
         "attribution": cand.attribution,
-        "n_findings": len(cand.findings),
+        "n_findings": len(cand.finding_checks),
         "finding_checks": findings,
         "results_sha256": read.stats.sha256,
         "llm_trajectory_sha256": cand.file_sha(LLM_FILE),

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
@@ -26,6 +28,7 @@ from bf_assets.dataset.quarantine import (
 )
 from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import render_report
+from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -44,6 +47,24 @@ class DatasetReview:
     plan: Plan | None = None
     not_ingested: list[str] = field(default_factory=list)  # jobs found but not yet reviewed
     _parity: ParityReport | None = None
+    # with a store, ``trials`` are slim reviews and each one's whole review is in the store
+    store: TrialStore | None = None
+
+    def trial_json(self, index: int) -> bytes:
+        """Trial ``index``'s whole review as JSON (``TrialReview.to_json``), after the
+        dataset review; read from the store when there is one."""
+        t = self.trials[index]
+        if self.store is None:
+            return orjson.dumps(t.to_json())
+        extra = self.coverage.trial_findings.get(trial_key(t), [])
+        return stored_json(self.store, index, extra, t.verdict)
+
+    def full_trial(self, index: int) -> TrialReview:
+        """Trial ``index``'s whole review (findings with messages and evidence, skills)."""
+        t = self.trials[index]
+        if self.store is None:
+            return t
+        return full_review(t, self.trial_json(index))
 
     @property
     def exports(self) -> list[TrialKey]:

@@ -37,8 +37,9 @@ class ReportContext:
     quarantine_path: str | None = None
 
 
-def _trial_row(ds: DatasetReview, t: Any) -> dict[str, Any]:
-    row = t.to_json()
+def _trial_row(ds: DatasetReview, index: int) -> dict[str, Any]:
+    t = ds.trials[index]
+    row = t.to_json() if ds.store is None else orjson.loads(ds.trial_json(index))
     d = ds.decision.get(trial_key(t))
     if d is not None:
         row["exported"] = d.exported
@@ -57,7 +58,7 @@ def _head(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
 
 def report_payload(ds: DatasetReview, ctx: ReportContext) -> dict[str, Any]:
     """The whole report JSON as one value (what :func:`write_report_json` streams)."""
-    return {**_head(ds, ctx), "trials": [_trial_row(ds, t) for t in ds.trials]}
+    return {**_head(ds, ctx), "trials": [_trial_row(ds, i) for i in range(len(ds.trials))]}
 
 
 _INDENT = orjson.OPT_INDENT_2
@@ -86,9 +87,9 @@ def write_report_json(
         lead = dumped(_head(ds, ctx))
         yield b'{\n  "trials": [' if lead == b"{}" else lead[:-2] + b',\n  "trials": ['
         first = True
-        for t in ds.trials:
+        for i in range(len(ds.trials)):
             yield b"\n    " if first else b",\n    "
-            yield dumped(_trial_row(ds, t)).replace(b"\n", b"\n    ")
+            yield dumped(_trial_row(ds, i)).replace(b"\n", b"\n    ")
             first = False
         yield b"]\n}" if first else b"\n  ]\n}"
 

@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
+import tempfile
 import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -35,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 from bf_assets.defs.metadata import add_partition_metadata
 
 PARTITION_COLUMN = "job"
@@ -267,6 +271,9 @@ class PickleUPathIOManager(dg.UPathIOManager):
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         self._loaded.pop(str(path), None)
+        store = _store_of(obj)
+        if store is not None:  # the whole reviews go beside the pickle, under their own name
+            _place_store(store, path)
         tmp = _temp_beside(path)
         try:
             with tmp.open("wb") as fh:
@@ -275,6 +282,8 @@ class PickleUPathIOManager(dg.UPathIOManager):
         finally:
             if tmp.exists():
                 tmp.unlink()
+        if store is not None:
+            _prune_stores(path, store.file_name(path.name))
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}
@@ -286,9 +295,62 @@ class PickleUPathIOManager(dg.UPathIOManager):
             return hit[1]
         with path.open("rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 (our own warehouse file, written by dump_to_path)
+        store = _store_of(obj)
+        if store is not None:
+            _attach_store(store, path)
         if sig is not None:
             self._loaded = {str(path): (sig, obj)}
         return obj
+
+
+def _store_of(obj: Any) -> TrialStore | None:
+    store = getattr(obj, "store", None)
+    return store if isinstance(store, TrialStore) else None
+
+
+def _local(path: UPath) -> Path | None:
+    if getattr(path, "protocol", "") not in ("", "file", "local"):
+        return None
+    return Path(path.path)
+
+
+def _place_store(store: TrialStore, path: UPath) -> None:
+    """The store's file next to the pickle at ``path`` (moved on a local disk, uploaded to
+    any other filesystem)."""
+    local = _local(path)
+    if local is not None:
+        store.persist(local)
+        return
+    dest = path.parent / store.file_name(path.name)
+    with open(store.path, "rb") as src, dest.open("wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+
+
+def _attach_store(store: TrialStore, path: UPath) -> None:
+    local = _local(path)
+    if local is not None:
+        store.attach(local)
+        return
+    src = path.parent / store.file_name(path.name)
+    fd, name = tempfile.mkstemp(prefix=STORE_PREFIX, suffix=".tmp")
+    with src.open("rb") as fh, os.fdopen(fd, "wb") as out:
+        shutil.copyfileobj(fh, out, 1 << 20)
+    store.close()
+    store.path = Path(name)
+
+
+def _prune_stores(path: UPath, keep: str) -> None:
+    """Store files of reviews pickled here before: only the one the pickle names is read."""
+    local = _local(path)
+    if local is not None:
+        TrialStore.prune(local, keep)
+        return
+    try:
+        for p in path.parent.glob(f"{path.name}.trials-*"):
+            if p.name != keep:
+                p.unlink()
+    except (OSError, NotImplementedError):
+        pass
 
 
 class PickleIOManager(dg.ConfigurableIOManagerFactory):

@@ -19,6 +19,7 @@ import pandas as pd
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.reportfiles import report_files
+from bf_assets.dataset.store import StoreWriter
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.resources import RunRoots, local_warehouse
@@ -29,13 +30,18 @@ ALL_PARTITIONS = {"allow_missing_partitions": True}
 # read once, by this step alone: the IO manager does not keep the parsed tables for the run
 READ_ONCE = {**ALL_PARTITIONS, "keep_parsed": False}
 DATASET_IO = "dataset_io_manager"
+# where a dataset review's store is written before the IO manager places it beside the pickle
+STORE_DIR = ".review-store"
 
 
-def _reviews(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> list[TrialReview]:
-    """The reviews of every validated row of the configured run roots, partition by partition
-    in key order (a partition of the same name under another run root, reviewed by another
-    release on this instance, is left out).  Each partition's frame is let go once its rows
-    are read, so the tables and the reviews are never all in memory twice."""
+def _reviews(
+    validated_trials: dict[str, pd.DataFrame], roots: list[str], writer: StoreWriter
+) -> list[TrialReview]:
+    """The slim reviews of every validated row of the configured run roots, partition by
+    partition in key order (a partition of the same name under another run root, reviewed by
+    another release on this instance, is left out); each whole review goes to ``writer``'s
+    store.  Each partition's frame and its whole reviews are let go once read, so memory
+    holds one partition's reviews at a time however large the corpus."""
     allowed = {str(Path(r).resolve()) for r in roots}
     out: list[TrialReview] = []
     for key in sorted(validated_trials):
@@ -45,7 +51,7 @@ def _reviews(validated_trials: dict[str, pd.DataFrame], roots: list[str]) -> lis
         ours = [r for r in df["root"].unique() if str(Path(str(r)).resolve()) in allowed]
         mine = df["root"].isin(ours)  # one resolve per distinct root, not per row
         if mine.any():
-            out.extend(reviews_from_frame(df[mine] if not mine.all() else df))
+            out.extend(writer.add_all(reviews_from_frame(df[mine] if not mine.all() else df)))
         del df
     return out
 
@@ -71,10 +77,17 @@ def _flat(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
-    reviews = _reviews(validated_trials, run_roots.roots)
-    return assemble(
-        reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
-    )
+    writer = StoreWriter(local_warehouse(run_roots.roots) / STORE_DIR)
+    try:
+        reviews = _reviews(validated_trials, run_roots.roots, writer)
+        ds = assemble(
+            reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
+        )
+    except BaseException:
+        writer.store.discard()
+        raise
+    ds.store = writer.store
+    return ds
 
 
 def _out(description: str, io_manager_key: str = PARQUET_IO, name: str = "") -> dg.AssetOut:

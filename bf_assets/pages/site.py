@@ -218,10 +218,10 @@ def _pages(job: _Job, picked: Sequence[int]) -> Iterator[Made]:
     workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
     if workers <= 1:
         for i in picked:
-            yield _one_page(job, _page_input(job, job.ds.trials[i]))
+            yield _one_page(job, _page_input(job, job.ds.full_trial(i)))
         return
     batches = (
-        [_page_input(job, job.ds.trials[i]) for i in picked[k : k + BATCH]]
+        [_page_input(job, job.ds.full_trial(i)) for i in picked[k : k + BATCH]]
         for k in range(0, len(picked), BATCH)
     )
     if job.clean:
