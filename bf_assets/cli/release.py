@@ -46,7 +46,7 @@ PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
 # Trials per ingest run: a range of job partitions is ingested in runs of at most this many
 # trials, so the reviews and tables one run holds stay bounded however large the corpus.
 INGEST_RUN_TRIALS_ENV = "BF_INGEST_RUN_TRIALS"
-DEFAULT_INGEST_RUN_TRIALS = 5000
+DEFAULT_INGEST_RUN_TRIALS = 2000
 
 
 def ingest_run_trials() -> int:

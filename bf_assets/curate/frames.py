@@ -18,6 +18,15 @@ from bf_assets.curate.candidate import Candidate, inventory_hashes
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 
+INVENTORY_COLUMNS = ("job", "path", "files")
+
+
+def _columns(raw: Mapping[str, pd.DataFrame], key: str, columns: Sequence[str]) -> pd.DataFrame:
+    """Partition ``key``'s table, only ``columns`` when the mapping can read just those (a
+    mapping that reads tables on demand has a ``frame(key, columns)`` method)."""
+    frame = getattr(raw, "frame", None)
+    return frame(key, columns) if callable(frame) else raw[key]
+
 
 def _norm(root: str) -> str:
     return str(Path(root).resolve()) if root else root
@@ -33,8 +42,11 @@ def exported_candidates(
     wanted = set(ds.exports)
     jobs = {job for job, _ in wanted}
     files: dict[tuple[str, str], str] = {}
-    for key, df in raw.items():
-        if key not in jobs or df is None or df.empty:
+    for key in raw:
+        if key not in jobs:
+            continue
+        df = _columns(raw, key, INVENTORY_COLUMNS)
+        if df is None or df.empty:
             continue
         for job, path, inv in zip(df["job"], df["path"], df["files"], strict=True):
             files[(str(job), str(path))] = inv

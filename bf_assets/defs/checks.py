@@ -18,6 +18,7 @@ import pandas as pd
 from bf_assets.contract import CHECKS
 from bf_assets.curate.scan import PUBLISH_CHECKS
 from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.publish import load_candidates, verified_index
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
@@ -35,7 +36,7 @@ def gate_report(
     run_roots: RunRoots,
     curated_rollouts: pd.DataFrame,
     review_report: DatasetReview,
-    raw_trials: dict[str, pd.DataFrame],
+    raw_trials: PartitionTables,
     run_id: str | None = None,
 ) -> GateReport:
     """The bundle verification against the dataset review's decision, computed once per
@@ -93,7 +94,7 @@ def publish_gate_checks(
     run_roots: RunRoots,
     curated_rollouts: pd.DataFrame,
     review_report: DatasetReview,
-    raw_trials: dict[str, pd.DataFrame],
+    raw_trials: PartitionTables,
 ) -> Iterator[dg.AssetCheckResult]:
     """One step for the whole gate: the bundle is verified once against the decision and
     every check reads that one verification."""

@@ -14,7 +14,7 @@ import pandas as pd
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.defs.conventions import code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
-from bf_assets.defs.io_managers import ROW_COUNT_ATTR
+from bf_assets.defs.io_managers import ROW_COUNT_ATTR, PartitionTables
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.bundle import Bundle, build_bundle
@@ -66,7 +66,7 @@ def curated_rollouts(
     run_roots: RunRoots,
     publish_target: PublishTarget,
     review_report: DatasetReview,
-    raw_trials: dict[str, pd.DataFrame],
+    raw_trials: PartitionTables,
 ) -> dg.Output[pd.DataFrame]:
     """The exported training rows, cleaned, as a release bundle (Parquet shards per config,
     card, report, manifest) on disk; the value is the bundle's file index."""

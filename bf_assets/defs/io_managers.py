@@ -28,7 +28,7 @@ import pickle
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +72,54 @@ def partition_relpath(partition_key: str) -> tuple[str, ...]:
     return tuple(_encode_segment(s) for s in partition_key.split("/"))
 
 
+class PartitionTables(Mapping[str, pd.DataFrame]):
+    """The tables of many partitions, each read from its file when asked for and never kept:
+    an input annotated with this type holds file names, not frames, so a step that reads a
+    column of every partition holds one partition's table at a time however many there are.
+    ``frame(key, columns)`` reads only those columns."""
+
+    def __init__(
+        self,
+        paths: Mapping[str, UPath],
+        read: Callable[[UPath, Sequence[str] | None], pd.DataFrame],
+    ) -> None:
+        self._paths = dict(paths)
+        self._read = read
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        return self.frame(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def frame(self, key: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        return self._read(self._paths[key], columns)
+
+    def sources(self) -> tuple[tuple[str, str], ...] | None:
+        """``(key, path|mtime_ns|size|inode)`` of every partition's file (what a loaded
+        frame's ``SOURCE_ATTR`` says); ``None`` when one is not a local file."""
+        out = []
+        for key in sorted(self._paths):
+            sig = _local_signature(self._paths[key])
+            if sig is None:
+                return None
+            out.append((key, "|".join(map(str, (self._paths[key], *sig)))))
+        return tuple(out)
+
+
 def _is_dict_type(type_obj: Any) -> bool:
-    return type_obj is dict or getattr(type_obj, "__origin__", None) in (dict, Mapping)
+    return (
+        type_obj is dict
+        or getattr(type_obj, "__origin__", None) in (dict, Mapping)
+        or _is_tables_type(type_obj)
+    )
+
+
+def _is_tables_type(type_obj: Any) -> bool:
+    return isinstance(type_obj, type) and issubclass(type_obj, PartitionTables)
 
 
 def _wants_dict(context: dg.InputContext) -> bool:
@@ -215,8 +261,20 @@ class ParquetUPathIOManager(dg.UPathIOManager):
             and not context.asset_partition_keys
             and _wants_dict(context)
         ):
-            return {}
+            return self._tables({}) if _is_tables_type(context.dagster_type.typing_type) else {}
         return super().load_input(context)
+
+    def _tables(self, paths: Mapping[str, UPath]) -> PartitionTables:
+        def read(path: UPath, columns: Sequence[str] | None) -> pd.DataFrame:
+            with path.open("rb") as fh:
+                df = pq.read_table(fh, columns=list(columns) if columns else None).to_pandas()
+            df.attrs.pop(SOURCE_ATTR, None)
+            sig = _local_signature(path)
+            if sig is not None:
+                df.attrs[SOURCE_ATTR] = "|".join(map(str, (path, *sig)))
+            return df
+
+        return PartitionTables(paths, read)
 
     def load_partitions(self, context: dg.InputContext) -> Any:
         """Every requested partition, one debug line for all of them (the base class logs an
@@ -231,6 +289,15 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         # a table); a frame parameter needs every partition it asked for
         allow_missing = bool(meta.get("allow_missing_partitions", False)) or _wants_dict(context)
         keep = bool(meta.get("keep_parsed", True))  # False: read once, not kept for the run
+        if _is_tables_type(context.dagster_type.typing_type):  # read on demand, by the step
+            found = {}
+            for key in keys:
+                if paths[key].exists():
+                    found[key] = paths[key]
+                else:
+                    context.log.warning(self.get_missing_partition_log_message(key))
+            context.log.debug(f"{len(found)} of {len(keys)} partition(s) to read on demand")
+            return self._tables(found)
         out: dict[str, pd.DataFrame] = {}
         for key in keys:
             try:

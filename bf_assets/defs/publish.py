@@ -10,6 +10,7 @@ is reused).  It runs in the ``hf_hub`` pool so concurrent releases never race on
 import hashlib
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from bf_assets.curate.scan import SCHEMA
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.conventions import code_version, owners, published_metadata
-from bf_assets.defs.io_managers import SOURCE_ATTR
+from bf_assets.defs.io_managers import SOURCE_ATTR, PartitionTables
 from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
@@ -113,9 +114,11 @@ class PublishTarget(dg.ConfigurableResource):
         return results
 
 
-def _sources(frames: dict[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | None:
+def _sources(frames: Mapping[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | None:
     """Where each frame was loaded from (``io_managers.SOURCE_ATTR``); ``None`` when one
     frame does not say (then nothing is memoized)."""
+    if isinstance(frames, PartitionTables):
+        return frames.sources()
     out = []
     for key, df in sorted(frames.items()):
         src = df.attrs.get(SOURCE_ATTR) if df is not None else None
@@ -132,7 +135,7 @@ _CANDIDATES_LOCK = threading.Lock()
 def load_candidates(
     run_roots: RunRoots,
     dataset: DatasetReview,
-    raw: dict[str, pd.DataFrame],
+    raw: Mapping[str, pd.DataFrame],
     *,
     run_id: str | None = None,
 ) -> dict[TrialKey, Candidate]:
@@ -227,7 +230,7 @@ def published_dataset(
     publish_target: PublishTarget,
     curated_rollouts: pd.DataFrame,
     review_report: DatasetReview,
-    raw_trials: dict[str, pd.DataFrame],
+    raw_trials: PartitionTables,
 ) -> dg.MaterializeResult:
     """The release: Parquet shards, ``README.md`` card and ``meta/manifest.json`` in the local
     folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
