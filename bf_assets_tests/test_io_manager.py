@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
-from bf_assets.defs.io_managers import ParquetIOManager, partition_relpath
+from bf_assets.defs.io_managers import ParquetIOManager, PartitionTables, partition_relpath
 
 PARTS = dg.DynamicPartitionsDefinition(name="io_test_parts")
 KEYS = ["jobs/2026-06-01__10-00-00", "jobs/2026-06-02__10-00-00", "other/nested/run-3"]
@@ -275,3 +275,45 @@ def test_loads_of_an_unchanged_file_reuse_the_parsed_frame(tmp_path: Path) -> No
     mgr.dump_to_path(ctx, pd.DataFrame({"job": ["a", "b"], "n": [1, 2]}), path)
     changed = mgr.load_from_path(dg.build_input_context(), path)
     assert len(changed) == 2 and changed.attrs[SOURCE_ATTR] != first.attrs[SOURCE_ATTR]
+
+
+# --------------------------------------------------------------------------- on demand
+
+SEEN: dict[str, object] = {}
+
+
+@dg.asset(io_manager_key="parquet_io_manager")
+def on_demand(upstream: PartitionTables) -> pd.DataFrame:
+    """Reads one column of each partition, one partition at a time."""
+    SEEN["type"] = type(upstream)
+    SEEN["keys"] = sorted(upstream)
+    SEEN["columns"] = {k: list(upstream.frame(k, ["n"]).columns) for k in upstream}
+    SEEN["sources"] = upstream.sources()
+    frames = [upstream[k] for k in sorted(upstream)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"job": ["none"]})
+
+
+@pytest.mark.parametrize("n_parts", [0, 3])
+def test_a_partition_tables_input_reads_each_table_on_demand(base_dir: str, n_parts: int) -> None:
+    keys = KEYS[:n_parts]
+    resources = {"parquet_io_manager": ParquetIOManager(base_dir=base_dir)}
+    SEEN.clear()
+    with dg.instance_for_test() as instance:
+        _materialize_parts(instance, base_dir, keys)
+        res = dg.materialize(
+            [upstream, on_demand], selection=[on_demand], instance=instance, resources=resources
+        )
+    assert res.success
+    assert SEEN["type"] is PartitionTables
+    assert SEEN["keys"] == sorted(keys)
+    assert SEEN["columns"] == {k: ["n"] for k in keys}  # only the columns asked for
+    out = res.output_for_node("on_demand")
+    if not n_parts:
+        return
+    assert sorted(set(out["job"])) == sorted(keys) and len(out) == 2 * n_parts
+    sources = SEEN["sources"]
+    if base_dir.startswith("memory://"):
+        assert sources is None  # no file signature off the local disk: nothing is memoized
+    else:
+        assert [k for k, _ in sources] == sorted(keys)  # type: ignore[union-attr]
+        assert all(str(s).count("|") == 3 for _, s in sources)  # type: ignore[union-attr]

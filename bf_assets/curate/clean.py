@@ -313,8 +313,9 @@ _KEEP = object()
 _DROP = object()
 _MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
 CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
-SHORT_CACHE_ENTRIES = 1 << 15
-CACHE_MAX_ENTRIES = 100_000
+SHORT_CACHE_ENTRIES = 1 << 13  # recurring strings stay (LRU); one-off ones pass through
+CACHE_MAX_ENTRIES = 20_000
+CACHE_MAX_CHARS = 8 << 20  # cleaned text a Cleaner keeps, in all
 
 OnKey = Callable[[dict[str, Any], str, Any], tuple[bool, Any]]
 
@@ -468,6 +469,11 @@ def _embedded(text: str, stats: CleanStats) -> str:
     return _CUT.sub(cut, out)
 
 
+# What cleaning a string that needed nothing counts: one shared object (the caches below
+# keep a result per distinct string; callers only read the counts).
+_NO_CHANGE = CleanStats()
+
+
 def _clean_string(text: str) -> tuple[str, CleanStats]:
     """One string cleaned: as a JSON document when it is one, then as text."""
     delta = CleanStats()
@@ -481,7 +487,7 @@ def _clean_string(text: str) -> tuple[str, CleanStats]:
     out = strip_host_paths(out, delta)
     if parsed is _KEEP:
         out = _embedded(out, delta)
-    return out, delta
+    return out, (delta if not delta.empty() else _NO_CHANGE)
 
 
 def clean_text(text: str) -> tuple[str, Counter[str], Counter[str]]:
@@ -508,6 +514,7 @@ class Cleaner:
     def __init__(self, stats: CleanStats | None = None) -> None:
         self.stats = stats if stats is not None else CleanStats()
         self._cache: dict[bytes, tuple[str, CleanStats]] = {}
+        self._cached_chars = 0
 
     def _clean_text(self, text: str) -> tuple[str, CleanStats]:
         return _clean_string(text)
@@ -519,9 +526,15 @@ class Cleaner:
             key = text_key(text)
             hit = self._cache.get(key)
             if hit is None:
-                if len(self._cache) >= CACHE_MAX_ENTRIES:
-                    self._cache.clear()
-                hit = self._cache[key] = self._clean_text(text)
+                hit = self._clean_text(text)
+                if (
+                    len(self._cache) >= CACHE_MAX_ENTRIES
+                    or self._cached_chars + len(hit[0]) > CACHE_MAX_CHARS
+                ):
+                    self._cache.clear()  # bounded: a whole corpus's report uses one cleaner
+                    self._cached_chars = 0
+                self._cache[key] = hit
+                self._cached_chars += len(hit[0])
             out, delta = hit
         if not delta.empty():
             self.stats.add(delta)

@@ -4,7 +4,8 @@ any size in bounded memory.
 The dataset layer (coverage, quarantine, the export decision, the release verdict, the
 Markdown report) reads a trial's identity, ref, outcome, health, verdict, reward and its
 findings' check, severity, file and line, plus the message of each blocker (the report's
-Blockers table shows the first one).  A slim review keeps exactly that; every other byte of
+Blockers table shows the first one) and the file inventory when a review has one (sandbox
+parity compares them; the release's reviews, rebuilt from the warehouse tables, have none).  A slim review keeps exactly that; every other byte of
 a trial's review (finding messages and evidence, the skills block) waits in a
 :class:`TrialStore` file as the JSON ``TrialReview.to_json`` gives, and is read back one
 trial at a time by whatever renders a whole trial (the report JSON, the trial pages).
@@ -208,6 +209,8 @@ class StoreWriter:
 
     def slim(self, t: TrialReview) -> TrialReview:
         s = self.interner.review(t, t.ref)
+        if t.files:  # sandbox parity and the report read inventories (the release has none)
+            s.files = t.files
         if any(f.severity == Severity.BLOCKER for f in t.findings):
             # the report shows the first blocker's message: blockers keep theirs
             key = tuple(

@@ -11,6 +11,7 @@ same core the CLI uses, so the UI and ``bf-assets review`` agree; the UI's copy 
 report is written by the same code that writes the one inside a release.
 """
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -22,20 +23,19 @@ from bf_assets.dataset.reportfiles import report_files
 from bf_assets.dataset.store import StoreWriter
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
+from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import reviews_from_frame
 
 ALL_PARTITIONS = {"allow_missing_partitions": True}
-# read once, by this step alone: the IO manager does not keep the parsed tables for the run
-READ_ONCE = {**ALL_PARTITIONS, "keep_parsed": False}
 DATASET_IO = "dataset_io_manager"
 # where a dataset review's store is written before the IO manager places it beside the pickle
 STORE_DIR = ".review-store"
 
 
 def _reviews(
-    validated_trials: dict[str, pd.DataFrame], roots: list[str], writer: StoreWriter
+    validated_trials: Mapping[str, pd.DataFrame], roots: list[str], writer: StoreWriter
 ) -> list[TrialReview]:
     """The slim reviews of every validated row of the configured run roots, partition by
     partition in key order (a partition of the same name under another run root, reviewed by
@@ -45,7 +45,7 @@ def _reviews(
     allowed = {str(Path(r).resolve()) for r in roots}
     out: list[TrialReview] = []
     for key in sorted(validated_trials):
-        df = validated_trials.pop(key)
+        df = validated_trials[key]  # read now (PartitionTables), let go after this loop
         if df is None or df.empty:
             continue
         ours = [r for r in df["root"].unique() if str(Path(str(r)).resolve()) in allowed]
@@ -76,7 +76,7 @@ def _flat(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def _dataset(validated_trials: dict[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
+def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
     writer = StoreWriter(local_warehouse(run_roots.roots) / STORE_DIR)
     try:
         reviews = _reviews(validated_trials, run_roots.roots, writer)
@@ -103,7 +103,7 @@ def _out(description: str, io_manager_key: str = PARQUET_IO, name: str = "") -> 
 
 
 @dg.multi_asset(
-    ins={"validated_trials": dg.AssetIn(metadata=READ_ONCE)},
+    ins={"validated_trials": dg.AssetIn(metadata=ALL_PARTITIONS)},
     outs={
         "coverage": _out(
             "One row per slot of the experiment plan (or of the observed cells without a plan): "
@@ -128,7 +128,7 @@ def _out(description: str, io_manager_key: str = PARQUET_IO, name: str = "") -> 
 def dataset_review(
     context: dg.AssetExecutionContext,
     run_roots: RunRoots,
-    validated_trials: dict[str, pd.DataFrame],
+    validated_trials: PartitionTables,
 ) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[DatasetReview]]:
     """Assemble the dataset review once over every job partition and return its three views."""
     loaded = set(validated_trials)
@@ -175,6 +175,22 @@ def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
     )
 
 
+# The report in the asset's metadata (the UI shows it; every event is kept in the instance):
+# whole up to this many characters, else its head and where the whole report is.
+REPORT_METADATA_CHARS = 100_000
+
+
+def report_excerpt(md_path: Path, limit: int = REPORT_METADATA_CHARS) -> str:
+    """The report at ``md_path`` for the metadata: whole, or cut at a line end within
+    ``limit`` characters with a last line that says so and where the whole report is."""
+    with md_path.open(encoding="utf-8") as fh:
+        text = fh.read(limit + 1)
+    if len(text) <= limit:
+        return text
+    head = text[: text.rfind("\n", 0, limit) + 1] or text[:limit]
+    return head + f"\n_… the report goes on: the whole of it is `{md_path}` (report_path)._\n"
+
+
 def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Output[DatasetReview]:
     md_path, js_path = report_files(
         ds,
@@ -195,7 +211,7 @@ def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Outp
                 {k: v for k, v in decision.counts().items() if k != "exported"}
             ),
             "summary": dg.MetadataValue.json(ds.summary()),
-            "report": dg.MetadataValue.md(md_path.read_text(encoding="utf-8")),
+            "report": dg.MetadataValue.md(report_excerpt(md_path)),
             "report_path": dg.MetadataValue.path(str(md_path)),
             "report_json": dg.MetadataValue.path(str(js_path)),
         },

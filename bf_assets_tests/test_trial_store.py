@@ -1,0 +1,118 @@
+"""The release's dataset review keeps slim reviews in memory and each whole review in a store
+file: every output made from it (the report JSON and Markdown, the trial pages' inputs, the
+decision) is exactly what the dataset review of the whole reviews gives, and the store
+travels with the pickled review from one step (or process) to the next."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import orjson
+import pytest
+from upath import UPath
+
+from bf_assets.batch.run import review_refs
+from bf_assets.dataset.assemble import assemble, report_markdown
+from bf_assets.dataset.reportfiles import ReportContext, report_files
+from bf_assets.dataset.store import StoreWriter, TrialStore
+from bf_assets.defs.io_managers import PickleUPathIOManager
+from bf_assets.ingest.discovery import discover
+from bf_assets.review.options import ReviewOptions
+from bf_assets.sample.generator import generate_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("store")
+    generate_corpus(out, 60, seed=5)
+    return out
+
+
+@pytest.fixture(scope="module")
+def reviews(corpus: Path) -> list:
+    return review_refs(discover([corpus / "jobs"]).trials, ReviewOptions(workers=1))
+
+
+def _quarantine(corpus: Path, tmp_path: Path) -> str:
+    job = sorted((corpus / "jobs").iterdir())[0]
+    trial = sorted(p for p in job.iterdir() if p.is_dir())[0]
+    q = tmp_path / "quarantine.yaml"
+    q.write_text(
+        f"- trial: {job.name}/{trial.name}\n  action: quarantine\n"
+        '  reason: "looked too good"\n  by: reviewer\n  at: 2026-11-03\n'
+    )
+    return str(q)
+
+
+def _stored(reviews: list, tmp_path: Path, quarantine: str):
+    writer = StoreWriter(tmp_path / "store")
+    ds = assemble(writer.add_all(reviews), quarantine_path=quarantine)
+    ds.store = writer.store
+    return ds
+
+
+def test_stored_review_gives_the_whole_reviews_outputs(
+    corpus: Path, reviews: list, tmp_path: Path
+) -> None:
+    q = _quarantine(corpus, tmp_path)
+    full = assemble(reviews, quarantine_path=q)
+    ds = _stored(reviews, tmp_path, q)
+    # the dataset review changed some trials (coverage findings, the quarantine), so the
+    # stored JSON is patched on the way out for those
+    assert full.coverage.trial_findings
+    assert any(t.verdict == "quarantined" for t in full.trials)
+    for i, t in enumerate(full.trials):
+        assert orjson.loads(ds.trial_json(i)) == t.to_json()
+        whole = ds.full_trial(i)
+        assert whole.findings == t.findings and whole.skills == t.skills
+        assert whole.verdict == t.verdict and whole.ref == t.ref
+    assert ds.decision.counts() == full.decision.counts()
+    assert ds.exports == full.exports
+    assert report_markdown(ds, ["r"]) == report_markdown(full, ["r"])
+    a = report_files(full, tmp_path / "a", ReportContext(roots=("r",)), clean=True)
+    b = report_files(ds, tmp_path / "b", ReportContext(roots=("r",)), clean=True)
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    # what stays in memory: no messages (but blockers'), evidence, inventories or skills
+    kept = [f for t in ds.trials for f in t.findings if not f.check.startswith("COVERAGE_")]
+    assert kept and all(f.evidence is None for f in kept)
+    assert all(f.message == "" for f in kept if f.severity != "blocker")
+    assert all(not t.skills for t in ds.trials)
+
+
+def test_a_pickled_review_reads_its_store_beside_the_pickle(
+    corpus: Path, reviews: list, tmp_path: Path
+) -> None:
+    ds = _stored(reviews, tmp_path, _quarantine(corpus, tmp_path))
+    want = [ds.trial_json(i) for i in range(len(ds.trials))]
+    temp = ds.store.path
+    manager = PickleUPathIOManager(base_path=UPath(tmp_path / "wh"))
+    path = UPath(tmp_path / "wh" / "review_report.pickle")
+    path.parent.mkdir(parents=True)
+    manager.dump_to_path(None, ds, path)  # type: ignore[arg-type]
+    beside = list(path.parent.glob("review_report.pickle.trials-*"))
+    assert len(beside) == 1 and not temp.exists()  # moved, not copied
+    # another process: a new manager unpickles and reads the same file
+    again = PickleUPathIOManager(base_path=UPath(tmp_path / "wh")).load_from_path(None, path)  # type: ignore[arg-type]
+    assert [again.trial_json(i) for i in range(len(again.trials))] == want
+    # a later review pickled at the same place replaces the old store file
+    ds2 = _stored(reviews, tmp_path, _quarantine(corpus, tmp_path))
+    manager.dump_to_path(None, ds2, path)  # type: ignore[arg-type]
+    left = list(path.parent.glob("review_report.pickle.trials-*"))
+    assert left == [path.parent / ds2.store.file_name(path.name)]
+    assert ds2.trial_json(0) == want[0]  # the object in hand follows its file
+
+
+def test_store_round_trip_and_bad_input(tmp_path: Path) -> None:
+    store = TrialStore(tmp_path)
+    assert store.append(b'{"a":1}', "publishable") == 0
+    assert store.append(b"{}", "rejected") == 1
+    assert (store.get(0), store.get(1)) == (b'{"a":1}', b"{}")
+    assert store.stored_verdict(1) == "rejected"
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.get(0) == b'{"a":1}'
+    store.path.write_bytes(b"{")  # truncated behind its back: a clear error, not bad data
+    with pytest.raises(OSError, match="truncated"):
+        copy.get(0)
+    copy.discard()
+    store.discard()
