@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.spill import Interner
+from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -226,14 +226,7 @@ class StoreWriter:
 def stored_json(store: TrialStore, index: int, extra: list[Finding], verdict: str) -> bytes:
     """Trial ``index``'s JSON after the dataset review: its stored JSON with the dataset
     review's findings (``extra``) merged in report order and its final ``verdict``."""
-    data = store.get(index)
-    if not extra and verdict == store.stored_verdict(index):
-        return data
-    obj = orjson.loads(data)
-    findings = [Finding.from_dict(f) for f in obj["findings"]] + list(extra)
-    obj["findings"] = [f.to_dict() for f in sort_findings(findings)]
-    obj["verdict"] = verdict
-    return orjson.dumps(obj)
+    return final_json(store.get(index), extra, verdict, store.stored_verdict(index))
 
 
 def full_review(slim: TrialReview, data: bytes) -> TrialReview:
