@@ -552,7 +552,7 @@ def scan_trial(
         else HarborLog()
     )
     for rel, st in harbor.stats.items():
-        if st.sha256 is not None:
+        if st.read:
             known.setdefault(rel, st)
     files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
     return TrialData(
