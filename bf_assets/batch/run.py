@@ -134,11 +134,14 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
 
 def _preload() -> None:
     """What every worker would otherwise load on its own after the fork: the secret rules
-    (every finding with evidence is redacted; parsing the rule files costs ~0.1 s a process).
-    This process loads them anyway for the dataset review's findings."""
+    (every finding with evidence is redacted; parsing the rule files costs ~0.1 s a process;
+    this process loads them anyway for the dataset review's findings) and the bash grammar
+    the shell audit reads commands with (its import and parser, a few ms a process)."""
+    from bf_assets.audit.bashparse import available
     from bf_assets.redact import default_rules
 
     default_rules()
+    available()
 
 
 def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
