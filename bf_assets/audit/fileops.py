@@ -231,12 +231,21 @@ def is_verifier_path(path: str) -> bool:
 HIDDEN_ROOTS = ("/solution", "/oracle", "/tests", "/logs/verifier", "/verifier")
 
 
+_HIDDEN_PREFIXES = tuple(root + "/" for root in HIDDEN_ROOTS)
+
+
+def _last_part(path: str) -> str:
+    """``_parts(path)[1]`` without the list: the last non-empty component, lowercased."""
+    return path.rstrip("/").rpartition("/")[2].lower()
+
+
 def hidden_kind(path: str) -> str | None:
     """Why a path is verifier-only (``HACK_HIDDEN_READ``), or None."""
-    for root in HIDDEN_ROOTS:
-        if path == root or path.startswith(root + "/"):
-            return root
-    _, name = _parts(path)
+    if path in HIDDEN_ROOTS or path.startswith(_HIDDEN_PREFIXES):
+        for root in HIDDEN_ROOTS:
+            if path == root or path.startswith(root + "/"):
+                return root
+    name = _last_part(path)
     if name == "solve.sh":
         return "solve.sh"
     if name.startswith("expected"):

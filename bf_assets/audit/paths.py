@@ -11,7 +11,7 @@ flat ``source_ref``) and no task digest.
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from bf_assets.audit.events import Events
@@ -26,7 +26,14 @@ MAX_FINDINGS = 10
 
 
 def _basename(v: Any) -> str | None:
-    return PurePosixPath(v).name if isinstance(v, str) and v.strip("/") else None
+    """``PurePosixPath(v).name`` of a non-root path string (its last component that is
+    neither empty nor ``.``), else None; string operations only."""
+    if not isinstance(v, str) or not v.strip("/"):
+        return None
+    for part in reversed(v.split("/")):
+        if part and part != ".":
+            return part
+    return ""
 
 
 def _known_tasks(tasks_dir: Path | None) -> set[str]:

@@ -12,9 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+_LOWERED: dict[str, str] = {}  # the texts of the trial under review, lowercased once
+_LOWERED_MAX = 256
+_KEEP_CHARS = 16_384
+
 
 def may_contain(text: str, needles: Iterable[str]) -> bool:
     if not text.isascii():
         return True
-    low = text.lower()
+    # Several audits look at the same texts (an action's command, an observation): each is
+    # lowercased once.
+    low = _LOWERED.get(text)
+    if low is None:
+        low = text.lower()
+        if len(text) <= _KEEP_CHARS:  # memory stays bounded
+            if len(_LOWERED) >= _LOWERED_MAX:
+                _LOWERED.clear()
+            _LOWERED[text] = low
     return any(n in low for n in needles)

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -24,7 +24,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
-from bf_assets.ingest.readers import clear_path_cache
+from bf_assets.ingest.readers import clear_path_cache, without_digests
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
@@ -134,11 +134,14 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
 
 def _preload() -> None:
     """What every worker would otherwise load on its own after the fork: the secret rules
-    (every finding with evidence is redacted; parsing the rule files costs ~0.1 s a process).
-    This process loads them anyway for the dataset review's findings."""
+    (every finding with evidence is redacted; parsing the rule files costs ~0.1 s a process;
+    this process loads them anyway for the dataset review's findings) and the bash grammar
+    the shell audit reads commands with (its import and parser, a few ms a process)."""
+    from bf_assets.audit.bashparse import available
     from bf_assets.redact import default_rules
 
     default_rules()
+    available()
 
 
 def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[TrialReview]:
@@ -148,11 +151,21 @@ def _review_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[Tria
 def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple[bytes, SlimTuple]]:
     """Each review as ``(its JSON bytes, its slim form as plain values)``: serialised in the
     worker."""
+    options = spill_options(options)
     out = []
     for ref in refs:
         r = review_trial(ref, options)
         out.append((orjson.dumps(r.to_json()), slim_tuple(r)))
     return out
+
+
+def spill_options(options: ReviewOptions) -> ReviewOptions:
+    """The options a spilled review is made with: neither its JSON nor its slim form holds
+    the file inventory, so the files are not hashed (the same findings, verdicts and JSON;
+    a review the cache keeps has its digests)."""
+    if options.cache_dir or options.hash_files or not options.limits.digests:
+        return options
+    return replace(options, limits=without_digests(options.limits))
 
 
 def review_refs(

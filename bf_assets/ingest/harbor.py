@@ -25,7 +25,6 @@ audits turn it into a finding), never an exception.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -41,6 +40,7 @@ from bf_assets.ingest.readers import (
     JsonlFile,
     ReadIssue,
     ReadLimits,
+    digest_of,
     iter_jsonl,
     parse_json_bytes,
     read_upto,
@@ -188,7 +188,8 @@ def _read_doc(
         )
     stats = FileStats(
         size=len(data),
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=digest_of(data, limits),
+        read=True,
         lines=data.count(b"\n") + (0 if data.endswith(b"\n") else 1),
     )
     if len(data) > limits.max_document_bytes:

@@ -22,7 +22,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -44,9 +44,44 @@ class ReadLimits:
     # JSON nesting, in containers (a real row nests < 30).  At most ENCODE_DEPTH: a value
     # must stay writable by orjson (curation, the cache and the review output write it).
     max_depth: int = 128
+    # sha256 of every file read (the inventory's digests).  Off only where no one keeps
+    # them (see :func:`without_digests`); no check reads a digest.  Not in the repr, which
+    # keys the review cache.
+    digests: bool = field(default=True, repr=False)
 
 
 DEFAULT_LIMITS = ReadLimits()
+
+
+def without_digests(limits: ReadLimits) -> ReadLimits:
+    """``limits`` with the file digests off: reads give ``FileStats.sha256 = None`` and
+    skip hashing (on a 300 MB trial, the biggest cost per byte after the read itself)."""
+    return replace(limits, digests=False) if limits.digests else limits
+
+
+class _NoDigest:
+    """Stands in for a ``hashlib`` hash when digests are off."""
+
+    __slots__ = ()
+
+    def update(self, data: Any) -> None:
+        return None
+
+    def hexdigest(self) -> None:
+        return None
+
+
+NO_DIGEST = _NoDigest()
+
+
+def new_digest(limits: ReadLimits) -> Any:
+    """A sha256 to feed a file's bytes to, or :data:`NO_DIGEST` when digests are off."""
+    return hashlib.sha256() if limits.digests else NO_DIGEST
+
+
+def digest_of(data: bytes, limits: ReadLimits) -> str | None:
+    """sha256 of a whole file's bytes, or None when digests are off."""
+    return hashlib.sha256(data).hexdigest() if limits.digests else None
 
 
 class IssueKind(StrEnum):
@@ -102,6 +137,7 @@ class FileStats:
     size: int = 0
     sha256: str | None = None
     lines: int = 0
+    read: bool = False  # the whole file was read (its sha256 is set, when digests are on)
 
 
 # --------------------------------------------------------------------------- file safety
@@ -475,9 +511,7 @@ def read_document(
             ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
         )
         return doc
-    doc.stats = FileStats(
-        size=len(data), sha256=hashlib.sha256(data).hexdigest(), lines=_count_lines(data)
-    )
+    doc.stats = FileStats(len(data), digest_of(data, limits), _count_lines(data), read=True)
     if len(data) > limits.max_document_bytes:
         doc.stats = FileStats(size=size)
         doc.issues.append(
@@ -487,7 +521,7 @@ def read_document(
             )
         )
         return doc
-    if not data.strip():
+    if CONTENT.search(data) is None:  # ``not data.strip()``, without the copy
         doc.issues.append(ReadIssue(IssueKind.INVALID_JSON, f"{_name(path)} is empty"))
         return doc
     doc.value, issues = parse_json_bytes(data, limits)
@@ -579,7 +613,7 @@ def iter_jsonl(
                 )
             )
             return
-        digest = hashlib.sha256()
+        digest = new_digest(limits)
         parse = parse or parse_json_bytes
         # A small file is read in one call and its lines taken from memory; a big file is
         # read in BLOCK-sized calls.
@@ -590,6 +624,7 @@ def iter_jsonl(
             with open(real, "rb", buffering=0) as fh:
                 yield from _jsonl_lines(fh, digest, state, cap, limits, parse)
         state.stats.sha256 = digest.hexdigest()
+        state.stats.read = True
     except OSError as exc:
         state.issues.append(
             ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
@@ -714,6 +749,6 @@ def hash_file(
                 newlines += chunk.count(b"\n")
                 last = chunk
         lines = newlines + (1 if last and not last.endswith(b"\n") else 0)
-        return FileStats(size=size, sha256=digest.hexdigest(), lines=lines), None
+        return FileStats(size, digest.hexdigest(), lines, read=True), None
     except OSError as exc:
         return None, ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")

@@ -17,7 +17,6 @@ regex search and one newline count per block.
 from __future__ import annotations
 
 import codecs
-import hashlib
 import io
 import json
 import os
@@ -36,6 +35,7 @@ from bf_assets.ingest.readers import (
     ReadLimits,
     depth_cap,
     escape_name,
+    new_digest,
     parse_json_bytes,
     read_upto,
     resolve_file,
@@ -141,7 +141,7 @@ def read_rows(
             out.stats.size = size
             out.issues.append(ReadIssue(IssueKind.TOO_LARGE, f"{name} is over the size cap"))
             return out
-        digest = hashlib.sha256()
+        digest = new_digest(limits)
         whole: bytes | None = None  # a small file is read once and its rows sliced from it
         if size <= SMALL_FILE_BYTES:
             whole = read_upto(real, size, SMALL_FILE_BYTES + 1)
@@ -150,6 +150,7 @@ def read_rows(
             with open(real, "rb", buffering=0) as fh:
                 spans = list(_line_spans(fh, digest, out.stats))
         out.stats.sha256 = digest.hexdigest()
+        out.stats.read = True
         for lineno, start, end in spans:
             length = end - start
             if length > limits.max_row_bytes:

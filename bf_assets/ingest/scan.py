@@ -187,9 +187,10 @@ def _scan_acp(path: str, root: str, limits: ReadLimits) -> tuple[AcpFacts, FileS
     facts = AcpFacts()
     state = JsonlFile()
     for item in iter_jsonl(path, root, state, limits):
-        _fold_issues(
-            item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
-        )
+        if item.issues:
+            _fold_issues(
+                item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
+            )
         ev = item.value
         if item.value is None:
             continue
@@ -291,9 +292,10 @@ def _scan_llm(path: str, root: str, limits: ReadLimits) -> tuple[LlmFacts, FileS
     history = RequestHistory() if big else None
     parse = LineParser(limits).parse if big else None
     for item in iter_jsonl(path, root, state, limits, parse=parse):
-        _fold_issues(
-            item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
-        )
+        if item.issues:
+            _fold_issues(
+                item.issues, item.line, facts.bad_lines, facts.unreadable_lines, facts.warnings
+            )
         row = item.value
         if row is None:
             continue
@@ -552,7 +554,7 @@ def scan_trial(
         else HarborLog()
     )
     for rel, st in harbor.stats.items():
-        if st.sha256 is not None:
+        if st.read:
             known.setdefault(rel, st)
     files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
     return TrialData(
