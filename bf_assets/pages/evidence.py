@@ -190,7 +190,7 @@ def _jsonl_line(
         if scrub.clean:
             try:
                 value = orjson.loads(data)
-                cleaned = scrub.value(value)
+                cleaned = scrub.parsed(value)
                 if cleaned != value:  # cleaned, in the writers' JSON style; else as written
                     text = json.dumps(cleaned, ensure_ascii=False)
             except orjson.JSONDecodeError:
