@@ -50,6 +50,8 @@ TREE_MIN = 64
 TREE_BYTES = 32 * 1024 * 1024
 TREE_ENTRY = 2 * 1024 * 1024
 TREE_COST = 4  # bytes of Python objects a cleaned subtree holds per byte of its JSON, about
+DERIVED_BYTES = 16 * 1024 * 1024
+DERIVED_ENTRY = 1024 * 1024
 # JSON types only: a subclass, dataclass or datetime is refused, never serialized like one
 _STRICT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
 _STRICT |= orjson.OPT_PASSTHROUGH_DATETIME
@@ -83,6 +85,8 @@ class PageCleaner(Cleaner):
         self._keys: dict[str, tuple[bool, str]] = {}  # key -> (plain, cleaned key)
         self._get = self.memo.get
         self.trees = BytesMemo(TREE_BYTES, TREE_ENTRY)
+        # what pages derive from a raw line and the rules alone (a JSONL line as shown)
+        self.derived = BytesMemo(DERIVED_BYTES, DERIVED_ENTRY)
         self._json = False  # walking a parsed JSON value: subtrees are remembered
 
     def text(self, text: str) -> str:

@@ -12,6 +12,8 @@ list whose end it does not hold).
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from bf_assets.curate.clean import BANNED_KEYS, HOST_PATH_KEYS, HOST_PATH_PLACEHOLDER, CleanStats
@@ -127,6 +129,18 @@ class Scrub:
         if isinstance(value, str):
             return self._cleaner.text(value)
         return self._cleaner.json_value(value)
+
+    def remember(self, key: Hashable, make: Callable[[], str]) -> str:
+        """``make()``, remembered under ``key`` for every page this process cleans with the
+        same rules: ``make`` must depend on ``key`` alone (and on the rules)."""
+        if self._cleaner is None:
+            return make()
+        memo = self._cleaner.derived
+        hit = memo.get(key)
+        if hit is None:
+            hit = make()
+            memo.put(key, hit, sys.getsizeof(key) + sys.getsizeof(hit))
+        return hit
 
     def text(self, text: str) -> str:
         if self._cleaner is None:

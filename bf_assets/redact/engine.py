@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import re._parser as re_parser  # the parser ``re.compile`` uses: the width of a pattern
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +47,17 @@ def lower_same_length(text: str) -> str:
     lowercasing would change the length)."""
     low = text.lower()
     return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def min_width(pattern: re.Pattern[str] | None) -> int:
+    """The fewest characters any match of ``pattern`` takes (0 when unknown)."""
+    if pattern is None:
+        return 0
+    try:
+        low = re_parser.parse(pattern.pattern, pattern.flags).getwidth()[0]
+    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+        return 0
+    return max(0, min(int(low), 1 << 30))
 
 
 def shannon_entropy(data: str) -> float:
@@ -137,6 +149,12 @@ class Rule:
     source: str = "bf-assets"
     description: str = ""
     samples: tuple[str, ...] = field(default=(), repr=False)
+    # the fewest characters a match of ``pattern`` takes: a shorter text is never searched
+    min_len: int = field(default=-1, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.min_len < 0:
+            self.min_len = min_width(self.pattern) if self.finder is None else 0
 
     def find(
         self, ctx: Context, positions: list[int], allow: Allow | None
@@ -285,13 +303,21 @@ class RuleSet:
         """Merged secret spans of ``text``, sorted by position."""
         if not text:
             return []
+        hits = self.triggered(text)
         ctx = Context(text)
+        n = len(text)
+        rules = self.rules
         found: list[Span] = []
-        for i, positions in sorted(self.triggered(text).items()):
-            rule = self.rules[i]
+        for i in sorted(hits):
+            rule = rules[i]
+            if n < rule.min_len:
+                continue  # too short for any match of the rule's pattern
             allow = self.global_allow if rule.source == "gitleaks" else None
-            found.extend((s, e, i, rule.kind) for s, e in rule.find(ctx, positions, allow))
-        return merge_spans(found)
+            got = rule.find(ctx, hits[i], allow)
+            if got:
+                kind = rule.kind
+                found.extend([(s, e, i, kind) for s, e in got])
+        return merge_spans(found) if found else found
 
     def redact(self, text: str, counts: Counter[str] | None = None) -> str:
         spans = self.spans(text)
