@@ -65,14 +65,13 @@ def test_the_page_cleaner_gives_what_the_cleaner_gives(seed: int) -> None:
         want = exact(v)
         for _ in range(2):  # the second time from the memos
             assert pc.value(v) == want
-            assert pc.json_value(json.loads(json.dumps(v))) == want
+            assert pc.value(json.loads(json.dumps(v))) == want
 
 
 def test_an_unchanged_value_is_returned_as_it_is() -> None:
     pc = PageCleaner(default_rules())
     v = {"role": "user", "content": [{"type": "text", "text": "hello"}], "n": [1, 2, 3]}
     assert pc.value(v) is v
-    assert pc.json_value(v) is v
 
 
 def test_keys_that_clean_to_one_key_and_odd_values_take_the_exact_walk() -> None:
@@ -122,11 +121,11 @@ def test_the_memo_is_bounded_by_bytes() -> None:
 
 def test_the_page_cleaners_memos_stay_under_their_bounds() -> None:
     pc = PageCleaner(default_rules())
-    pc.memo.max_bytes = pc.trees.max_bytes = 50_000
+    pc.memo.max_bytes = 50_000
     for i in range(2_000):
-        pc.json_value({"i": i, "text": f"line {i} " * 20, "tools": [{"name": f"t{i}"}]})
-        assert pc.memo.bytes <= 50_000 and pc.trees.bytes <= 50_000
-    assert pc.memo.clears > 0 and pc.trees.clears > 0
+        pc.value({"i": i, "text": f"line {i} " * 20, "tools": [{"name": f"t{i}"}]})
+        assert pc.memo.bytes <= 50_000
+    assert pc.memo.clears > 0
 
 
 def test_remembered_results_are_made_once() -> None:
@@ -149,9 +148,6 @@ class _ExactCleaner(Cleaner):
     def __init__(self) -> None:
         super().__init__()
         self.derived = BytesMemo(0, 0)  # remembers nothing
-
-    def json_value(self, value: Any) -> Any:
-        return self.value(value)
 
 
 def test_a_page_equals_the_page_the_plain_cleaner_makes(

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from bf_assets.curate.clean import (
     _KEEP,
     BANNED_KEYS,
@@ -37,25 +35,13 @@ from bf_assets.curate.clean import (
 )
 from bf_assets.pages.memo import BytesMemo
 
-MEMO_BYTES = 32 * 1024 * 1024  # all the remembered strings of one process
+MEMO_BYTES = 8 * 1024 * 1024  # all the remembered strings of one process
 MEMO_ENTRY = 256 * 1024  # a string (with its result) over this is cleaned every time
 KEY_CACHE = 1 << 16  # distinct keys remembered with their rule flags
 KEY_CHARS = 256  # longer keys are looked up every time
 MAX_DEPTH = 100
-# Parsed JSON values (:meth:`PageCleaner.json_value`): the result of every subtree down to
-# TREE_DEPTH whose JSON is at least TREE_MIN bytes is remembered by its JSON, so the tool
-# definitions, system prompts and histories trials share are walked once per process.
-TREE_DEPTH = 6
-TREE_MIN = 64
-TREE_BYTES = 32 * 1024 * 1024
-TREE_ENTRY = 2 * 1024 * 1024
-TREE_COST = 4  # bytes of Python objects a cleaned subtree holds per byte of its JSON, about
-DERIVED_BYTES = 16 * 1024 * 1024
+DERIVED_BYTES = 4 * 1024 * 1024  # what pages derive from raw lines (Scrub.remember)
 DERIVED_ENTRY = 1024 * 1024
-# JSON types only: a subclass, dataclass or datetime is refused, never serialized like one
-_STRICT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
-_STRICT |= orjson.OPT_PASSTHROUGH_DATETIME
-_UNCHANGED = object()  # a remembered subtree that cleaning leaves as it is
 
 
 class _Fallback(Exception):
@@ -84,10 +70,8 @@ class PageCleaner(Cleaner):
         self.memo = BytesMemo(MEMO_BYTES, MEMO_ENTRY)
         self._keys: dict[str, tuple[bool, str]] = {}  # key -> (plain, cleaned key)
         self._get = self.memo.get
-        self.trees = BytesMemo(TREE_BYTES, TREE_ENTRY)
         # what pages derive from a raw line and the rules alone (a JSONL line as shown)
         self.derived = BytesMemo(DERIVED_BYTES, DERIVED_ENTRY)
-        self._json = False  # walking a parsed JSON value: subtrees are remembered
 
     def text(self, text: str) -> str:
         hit = self.memo.get(text)
@@ -113,19 +97,6 @@ class PageCleaner(Cleaner):
         except _Fallback:
             return super().value(value)
 
-    def json_value(self, value: Any) -> Any:
-        """:meth:`value` of a value parsed from JSON (``orjson.loads``: dicts, lists, strings,
-        numbers, booleans and None only), with its subtrees' results remembered."""
-        if type(value) is not dict and type(value) is not list:
-            return self.value(value)
-        self._json = True
-        try:
-            return self._walk(value, 0)
-        except _Fallback:
-            return super().value(value)
-        finally:
-            self._json = False
-
     def _key(self, key: str) -> tuple[bool, str]:
         hit = self._keys.get(key)
         if hit is None:
@@ -139,21 +110,6 @@ class PageCleaner(Cleaner):
     def _walk(self, src: Any, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise _Fallback
-        if self._json and depth <= TREE_DEPTH:
-            try:
-                key = orjson.dumps(src, option=_STRICT)
-            except TypeError:  # not JSON (orjson.JSONEncodeError is a TypeError)
-                key = b""
-            if len(key) >= TREE_MIN:
-                hit = self.trees.get(key)
-                if hit is not None:
-                    return src if hit is _UNCHANGED else hit
-                out = self._dict(src, depth) if type(src) is dict else self._list(src, depth)
-                if out is src:
-                    self.trees.put(key, _UNCHANGED, len(key))
-                else:
-                    self.trees.put(key, out, len(key) * (1 + TREE_COST))
-                return out
         if type(src) is dict:
             return self._dict(src, depth)
         return self._list(src, depth)

@@ -250,7 +250,7 @@ def exchange_step(line: int, value: Any, scrub: Scrub) -> Step:
                 Part("note", "", body=f"{len(shown) - PARTS_MAX} earlier new messages not shown")
             )
             shown = shown[-PARTS_MAX:]
-        for item in scrub.parsed(shown):
+        for item in scrub.value(shown):
             step.parts.extend(_message_parts(item))
         if isinstance(body.get("model"), str):
             step.meta.append(f"model {scrub.text(body['model'])}")
@@ -260,7 +260,7 @@ def exchange_step(line: int, value: Any, scrub: Scrub) -> Step:
         status = resp.get("status_code")
         if status is not None:
             step.meta.append(f"HTTP {status}")
-        rbody = scrub.parsed(resp.get("body"))
+        rbody = scrub.value(resp.get("body"))
         calls, texts = response_actions(rbody, limit=TEXT_MAX * 2)
         for t in texts:
             b, o = clip(t, TEXT_MAX)
@@ -277,7 +277,7 @@ def exchange_step(line: int, value: Any, scrub: Scrub) -> Step:
             )
     err = value.get("error")
     if err is not None:
-        b, o = clip(_text_of(scrub.parsed(err)) or _dumps(scrub.parsed(err)), TEXT_MAX)
+        b, o = clip(_text_of(scrub.value(err)) or _dumps(scrub.value(err)), TEXT_MAX)
         step.parts.append(Part("note", "error", "error", b, o))
     dur = value.get("duration_ms")
     if isinstance(dur, int | float):
@@ -315,7 +315,7 @@ def _acp_blocks(content: Any) -> list[Part]:
 
 
 def acp_step(line: int, value: Any, scrub: Scrub) -> Step:
-    value = scrub.parsed(value)
+    value = scrub.value(value)
     if not isinstance(value, dict):
         step = Step("acp", line, f"event · line {line}")
         step.problem = "not a JSON object"

@@ -207,7 +207,7 @@ def _whole_line(data: bytes, scrub: Scrub) -> str:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return scrub.fragment(text)[0]
-    cleaned = scrub.parsed(value)
+    cleaned = scrub.value(value)
     return json.dumps(cleaned, ensure_ascii=False) if cleaned != value else text
 
 

@@ -1,8 +1,8 @@
 """A memo bounded by the bytes it holds.
 
-The page cleaner remembers what every string (and every parsed subtree) it met cleans to.
-Counting characters under-counts what a memo costs: a non-ASCII string takes up to 4 bytes
-a character, and every entry carries object headers and a slot of the table.
+The page cleaner remembers what every string it met cleans to, and how a raw JSONL line is
+shown.  Counting characters under-counts what a memo costs: a non-ASCII string takes up to
+4 bytes a character, and every entry carries object headers and a slot of the table.
 :class:`BytesMemo` charges each entry its cost in bytes (by default ``sys.getsizeof`` of the
 key and of the value, the value only when it is another object, plus a fixed cost per
 entry), refuses an entry over ``max_entry`` bytes, and starts afresh when adding one would

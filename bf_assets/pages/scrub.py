@@ -121,15 +121,6 @@ class Scrub:
             return self._cleaner.text(value)
         return self._cleaner.value(value)
 
-    def parsed(self, value: Any) -> Any:
-        """:meth:`value` of a value parsed from JSON (JSON types only: its subtrees' results
-        are remembered by their JSON)."""
-        if self._cleaner is None:
-            return value
-        if isinstance(value, str):
-            return self._cleaner.text(value)
-        return self._cleaner.json_value(value)
-
     def remember(self, key: Hashable, make: Callable[[], str]) -> str:
         """``make()``, remembered under ``key`` for every page this process cleans with the
         same rules: ``make`` must depend on ``key`` alone (and on the rules)."""
