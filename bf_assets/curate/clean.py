@@ -298,11 +298,32 @@ class CleaningError(ValueError):
     """Redaction never settled: the value keeps producing new matches."""
 
 
+# Per rule of HOST_PATH_RULES: literals one of which every match holds, and whether they are
+# compared case-insensitively (then only in an ASCII text: the regex folds more than ASCII).
+# A rule is not run on a text that holds none of its literals.
+HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
+    (("file:",), True),
+    (("srv",), False),
+    (("users", "documents and settings"), True),
+    (("home", "Users"), False),
+    (("wsl",), True),
+    (("~",), False),
+    (("~",), False),
+    (("folders",), False),
+    (("tmp",), False),
+]
+
+
 def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
     if not _PATH_HINT.search(text):
         return text
     out = text
-    for pattern, placeholder in HOST_PATH_RULES:
+    for (pattern, placeholder), (needs, fold) in zip(HOST_PATH_RULES, HOST_PATH_NEEDS, strict=True):
+        if fold:
+            if out.isascii() and not any(n in out.lower() for n in needs):
+                continue
+        elif not any(n in out for n in needs):
+            continue
         out, n = pattern.subn(placeholder, out)
         if n and stats is not None:
             stats.host_paths[placeholder] += n

@@ -186,15 +186,7 @@ def _jsonl_line(
         return "", 0
     data, omitted = got
     if not omitted and len(data) <= PARSE_SHOW:
-        text = decode(data)
-        if scrub.clean:
-            try:
-                value = orjson.loads(data)
-                cleaned = scrub.value(value)
-                if cleaned != value:  # cleaned, in the writers' JSON style; else as written
-                    text = json.dumps(cleaned, ensure_ascii=False)
-            except orjson.JSONDecodeError:
-                text = scrub.fragment(text)[0]
+        text = scrub.remember(("jsonl", data), lambda: _whole_line(data, scrub))
         if cited is not None and len(text) > limit:
             return _excerpt(text, cited, limit)
         return _clip(text, limit, 0)
@@ -202,6 +194,21 @@ def _jsonl_line(
         return _long_line(files, rel, n, cited, scrub)
     text = scrub.fragment(decode(data[:limit]))[0]
     return text, len(data) + omitted - limit
+
+
+def _whole_line(data: bytes, scrub: Scrub) -> str:
+    """A whole JSONL line as a page shows it: parsed and cleaned as a value (in the writers'
+    JSON style when cleaning changed it, else as written), a fragment when it does not
+    parse."""
+    text = decode(data)
+    if not scrub.clean:
+        return text
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return scrub.fragment(text)[0]
+    cleaned = scrub.value(value)
+    return json.dumps(cleaned, ensure_ascii=False) if cleaned != value else text
 
 
 def _excerpt(text: str, f: Finding, limit: int) -> tuple[str, int]:

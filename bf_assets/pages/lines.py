@@ -11,13 +11,15 @@ run root), and only paths inside the trial directory are accepted.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from array import array
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import IO
 
 from bf_assets.ingest.readers import resolve_file
@@ -31,6 +33,7 @@ MAX_ALL_SPANS = 500_000  # a small file of more lines keeps only the wanted span
 # Files up to this size are read in one piece and their lines served from memory (most
 # trajectories and documents of a trial); bigger ones are streamed.
 WHOLE_FILE = 256 * 1024
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +119,13 @@ class TrialFiles:
     def _scan(self, rel: str, w: _Want) -> FileScan:
         out = FileScan(rel)
         full = self.path(rel)
-        if Path(full).is_dir() and not Path(full).is_symlink():
+        try:
+            is_dir = stat.S_ISDIR(os.lstat(full).st_mode)  # a directory, not a link to one
+        except OSError as exc:
+            if exc.errno not in _ABSENT:  # what Path.is_dir does not swallow either
+                raise
+            is_dir = False
+        if is_dir:
             out.problem = "a directory"
             return out
         real, size, issue = resolve_file(full, self.root)

@@ -12,16 +12,12 @@ list whose end it does not hold).
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable, Hashable
 from typing import Any
 
-from bf_assets.curate.clean import (
-    BANNED_KEYS,
-    CACHE_MIN_CHARS,
-    HOST_PATH_KEYS,
-    HOST_PATH_PLACEHOLDER,
-    Cleaner,
-    CleanStats,
-)
+from bf_assets.curate.clean import BANNED_KEYS, HOST_PATH_KEYS, HOST_PATH_PLACEHOLDER, CleanStats
+from bf_assets.pages.cleaner import PageCleaner
 from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
@@ -92,41 +88,11 @@ def bracket_depth(text: str) -> int:
     return depth
 
 
-# One cleaner per process for every page: the text pages repeat (system prompts, tool
-# definitions, the history every step's request carries, task and model names, labels) is
-# cleaned once.  The cleaner's result for a string depends on the string alone, so a
-# remembered result is exactly what cleaning it again would give; the memo is bounded
-# (the length of a remembered string and the characters remembered in all).
-MEMO_CHARS = 64 * 1024  # longer strings are cleaned every time they are met
-MEMO_TOTAL = 8 * 1024 * 1024
-
-
-class PageCleaner(Cleaner):
-    """:class:`Cleaner` with every string's result remembered (pages keep no counts)."""
-
-    def __init__(self, rules: object = None) -> None:
-        super().__init__(CleanStats())
-        self.rules = rules  # what the remembered results were cleaned with
-        self._memo: dict[str, str] = {}
-        self._chars = 0
-
-    def text(self, text: str) -> str:
-        hit = self._memo.get(text)
-        if hit is not None:
-            return hit
-        n = len(text)
-        # short strings: the process-wide bounded cache; longer ones: the same result, kept
-        # only in the bounded memo (the Cleaner's own cache of them has no size bound)
-        out = super().text(text) if n < CACHE_MIN_CHARS else self._clean_text(text)[0]
-        if n <= MEMO_CHARS:
-            if self._chars + n > MEMO_TOTAL:
-                self._memo.clear()
-                self._chars = 0
-            self._memo[text] = out
-            self._chars += n + len(out)
-        return out
-
-
+# One cleaner per process for every page (:class:`bf_assets.pages.cleaner.PageCleaner`):
+# the text pages repeat (system prompts, tool definitions, the history every step's request
+# carries, task and model names, labels) is cleaned once.  The cleaner's result for a string
+# depends on the string alone, so a remembered result is exactly what cleaning it again would
+# give; the memo is bounded by bytes.
 _SHARED: list[PageCleaner] = []
 
 
@@ -154,6 +120,18 @@ class Scrub:
         if isinstance(value, str):
             return self._cleaner.text(value)
         return self._cleaner.value(value)
+
+    def remember(self, key: Hashable, make: Callable[[], str]) -> str:
+        """``make()``, remembered under ``key`` for every page this process cleans with the
+        same rules: ``make`` must depend on ``key`` alone (and on the rules)."""
+        if self._cleaner is None:
+            return make()
+        memo = self._cleaner.derived
+        hit = memo.get(key)
+        if hit is None:
+            hit = make()
+            memo.put(key, hit, sys.getsizeof(key) + sys.getsizeof(hit))
+        return hit
 
     def text(self, text: str) -> str:
         if self._cleaner is None:

@@ -90,9 +90,19 @@ def _default_rules(custom: tuple[Path, ...]) -> RuleSet:
     return RuleSet(rules, global_allow_from_doc(doc))
 
 
+_last_rules: tuple[tuple[Path, ...], RuleSet] | None = None
+
+
 def default_rules() -> RuleSet:
     """The rule set every redaction uses (built once per process and custom-rule list)."""
-    return _default_rules(_custom_paths())
+    global _last_rules
+    paths = _custom_paths()
+    last = _last_rules
+    if last is not None and last[0] is paths:  # the answer of the last second: no lookup
+        return last[1]
+    rules = _default_rules(paths)
+    _last_rules = (paths, rules)
+    return rules
 
 
 def secret_spans(text: str) -> list[Span]:

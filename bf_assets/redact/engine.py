@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import re._parser as re_parser  # the parser ``re.compile`` uses: the width of a pattern
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +47,17 @@ def lower_same_length(text: str) -> str:
     lowercasing would change the length)."""
     low = text.lower()
     return low if len(low) == len(text) else text.translate(_ASCII_LOWER)
+
+
+def min_width(pattern: re.Pattern[str] | None) -> int:
+    """The fewest characters any match of ``pattern`` takes (0 when unknown)."""
+    if pattern is None:
+        return 0
+    try:
+        low = re_parser.parse(pattern.pattern, pattern.flags).getwidth()[0]
+    except (re.error, TypeError, ValueError, OverflowError, RecursionError):
+        return 0
+    return max(0, min(int(low), 1 << 30))
 
 
 def shannon_entropy(data: str) -> float:
@@ -137,6 +149,12 @@ class Rule:
     source: str = "bf-assets"
     description: str = ""
     samples: tuple[str, ...] = field(default=(), repr=False)
+    # the fewest characters a match of ``pattern`` takes: a shorter text is never searched
+    min_len: int = field(default=-1, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.min_len < 0:
+            self.min_len = min_width(self.pattern) if self.finder is None else 0
 
     def find(
         self, ctx: Context, positions: list[int], allow: Allow | None
@@ -196,6 +214,18 @@ class Rule:
         return not any(a.applies(secret, match, line) for a in checks)
 
 
+def uses_positions(rule: Rule) -> bool:
+    """Whether a rule looks at its keywords' positions (else a keyword only gates it): a
+    rule with anchors looks at the anchors', an anchored rule without anchors matches at
+    the keywords, a pattern searched over the whole text looks at none; a custom finder is
+    always given them."""
+    if rule.finder is not None:
+        return True
+    if rule.anchors:
+        return False  # its positions are the anchors'
+    return rule.anchored or not rule.whole_text
+
+
 class RuleSet:
     """Rules in priority order (earlier rules name a merged span) behind one automaton."""
 
@@ -203,52 +233,91 @@ class RuleSet:
         self.rules = list(rules)
         self.global_allow = global_allow
         self.always = [i for i, r in enumerate(self.rules) if not r.keywords]
-        # word → (rules it gates, rules it anchors)
-        words: dict[str, tuple[list[int], list[int]]] = {}
+        # word → (rules it gates at its positions, rules it only gates, rules it anchors).
+        # A rule that looks at no keyword position (a pattern searched over the whole text,
+        # a rule with anchors) is only gated: its keywords' positions are not collected.
+        words: dict[str, tuple[list[int], list[int], list[int]]] = {}
         for i, r in enumerate(self.rules):
+            gated = uses_positions(r)
             for k in r.keywords:
-                words.setdefault(k, ([], []))[0].append(i)
+                words.setdefault(k, ([], [], []))[0 if gated else 1].append(i)
             for a in r.anchors:
-                words.setdefault(a, ([], []))[1].append(i)
+                words.setdefault(a, ([], [], []))[2].append(i)
+        # one-character words that only gate (``:``, ``.``): a substring test, not one
+        # automaton hit per character of the text
+        self._char_words = [
+            (k, tuple(only))
+            for k, (gates, only, anchors) in words.items()
+            if len(k) == 1 and not gates and not anchors
+        ]
         self._automaton = ahocorasick.Automaton()
-        for k, (gates, anchors) in words.items():
-            self._automaton.add_word(k, (len(k), tuple(gates), tuple(anchors)))
-        self._has_keywords = bool(words)
+        n_words = 0
+        for k, (gates, only, anchors) in words.items():
+            if len(k) == 1 and not gates and not anchors:
+                continue
+            self._automaton.add_word(k, (len(k), tuple(gates), tuple(only), tuple(anchors)))
+            n_words += 1
+        self._has_keywords = n_words > 0
         if self._has_keywords:
             self._automaton.make_automaton()
+        self._anchored = frozenset(i for i, r in enumerate(self.rules) if r.anchors)
 
     def __len__(self) -> int:
         return len(self.rules)
 
     def triggered(self, text: str) -> dict[int, list[int]]:
         """Rule index → positions to look at, for every rule one of whose keywords occurs in
-        ``text``: its anchors' start positions for an anchored rule with anchors, else its
-        keywords' start positions."""
+        ``text``: its anchors' start positions for an anchored rule with anchors, the
+        keywords' start positions for a rule that uses them, else none."""
         hits: dict[int, list[int]] = {i: [] for i in self.always}
         anchor_hits: dict[int, list[int]] = {}
+        low = lower_same_length(text)
         if self._has_keywords:
-            for end, (n, gates, anchors) in self._automaton.iter(lower_same_length(text)):
+            for end, (n, gates, only, anchors) in self._automaton.iter(low):
                 start = end - n + 1
                 for i in gates:
-                    hits.setdefault(i, []).append(start)
+                    got = hits.get(i)
+                    if got is None:
+                        hits[i] = [start]
+                    else:
+                        got.append(start)
+                for i in only:
+                    if i not in hits:
+                        hits[i] = []
                 for i in anchors:
-                    anchor_hits.setdefault(i, []).append(start)
-        for i in hits:
-            if self.rules[i].anchors:
-                hits[i] = anchor_hits.get(i, [])
+                    got = anchor_hits.get(i)
+                    if got is None:
+                        anchor_hits[i] = [start]
+                    else:
+                        got.append(start)
+        for k, only in self._char_words:
+            if k in low:
+                for i in only:
+                    if i not in hits:
+                        hits[i] = []
+        for i in self._anchored.intersection(hits):
+            hits[i] = anchor_hits.get(i, [])
         return hits
 
     def spans(self, text: str) -> list[Span]:
         """Merged secret spans of ``text``, sorted by position."""
         if not text:
             return []
+        hits = self.triggered(text)
         ctx = Context(text)
+        n = len(text)
+        rules = self.rules
         found: list[Span] = []
-        for i, positions in sorted(self.triggered(text).items()):
-            rule = self.rules[i]
+        for i in sorted(hits):
+            rule = rules[i]
+            if n < rule.min_len:
+                continue  # too short for any match of the rule's pattern
             allow = self.global_allow if rule.source == "gitleaks" else None
-            found.extend((s, e, i, rule.kind) for s, e in rule.find(ctx, positions, allow))
-        return merge_spans(found)
+            got = rule.find(ctx, hits[i], allow)
+            if got:
+                kind = rule.kind
+                found.extend([(s, e, i, kind) for s, e in got])
+        return merge_spans(found) if found else found
 
     def redact(self, text: str, counts: Counter[str] | None = None) -> str:
         spans = self.spans(text)

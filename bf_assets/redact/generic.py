@@ -103,18 +103,32 @@ _QUERY_CRED = _rx(
 _PORT_PATH = _rx(r"\d{1,5}/")
 
 
+def has_any(text: str, needles: tuple[str, ...], start: int, end: int) -> bool:
+    """True when one of ``needles`` lies wholly inside ``text[start:end]``: a pattern every
+    match of which holds one of them cannot match where none does."""
+    return any(text.find(n, start, end) >= 0 for n in needles)
+
+
+# Literals every match of a pattern holds (checked before the pattern is run on a window).
+_URL_SEP = (":/", ":\\/")  # ``:`` then ``/`` or ``\/`` (``:(?:\\?/){2}``)
+_REVERSED_OP = ("==", "!=")  # ``[!=]={1,2}``
+_QUOTE_SEMI = ('";', "';", "`;")  # ``(?P=q);``
+
+
 def find_url_credentials(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
     for s, _e, line_end in ctx.windows(positions):
-        for m in _URL_GREEDY.finditer(text, max(0, s - 64), line_end):
-            pw = m.group("pw")
-            if _PORT_PATH.match(pw) or pw.startswith("[REDACTED"):
-                continue
-            yield m.span("pw")
-        for m in _URL_USER_TOKEN.finditer(text, max(0, s - 64), line_end):
-            user = m.group("user")
-            if sum((any(c.isdigit() for c in user), any(c.isupper() for c in user))) == 2:
-                yield m.span("user")
+        lo = max(0, s - 64)
+        if has_any(text, _URL_SEP, lo, line_end):
+            for m in _URL_GREEDY.finditer(text, lo, line_end):
+                pw = m.group("pw")
+                if _PORT_PATH.match(pw) or pw.startswith("[REDACTED"):
+                    continue
+                yield m.span("pw")
+            for m in _URL_USER_TOKEN.finditer(text, lo, line_end):
+                user = m.group("user")
+                if sum((any(c.isdigit() for c in user), any(c.isupper() for c in user))) == 2:
+                    yield m.span("user")
         for m in _QUERY_CRED.finditer(text, s, line_end):
             yield m.span("v")
 
@@ -309,7 +323,9 @@ _QUOTED_SEMI = _rx(
 def find_reversed(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
     for s, _, line_end in ctx.windows(positions):
-        for rx in (_REVERSED, _QUOTED_SEMI):
+        for rx, needles in ((_REVERSED, _REVERSED_OP), (_QUOTED_SEMI, _QUOTE_SEMI)):
+            if not has_any(text, needles, s, line_end):
+                continue
             for m in rx.finditer(text, s, line_end):
                 if not _PLACEHOLDER_VALUE.match(m.group("v")):
                     yield m.span("v")
@@ -332,6 +348,8 @@ _JWT = _rx(r"eyJ[A-Za-z0-9_=-]{4,}\.[A-Za-z0-9_=-]{2,}(?:\.[A-Za-z0-9_.+/=-]*)?"
 def find_jwts(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
     for s, _, line_end in ctx.windows(positions):
+        if text.find("eyJ", s, line_end) < 0:
+            continue
         for m in _JWT.finditer(text, s, line_end):
             if _b64json(m.group(0).split(".", 1)[0].rstrip("=")):
                 yield m.span()

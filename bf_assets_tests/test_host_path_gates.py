@@ -1,0 +1,61 @@
+"""Host-path rules skipped on a text without their literals replace exactly what running
+every rule replaces."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from leakproof_corpus import corpus, look_alikes
+
+from bf_assets.curate.clean import HOST_PATH_RULES, CleanStats, strip_host_paths
+
+PATHS = [
+    "/home/alice/x",
+    "/Users/Bob/proj",
+    "C:\\Users\\Carol\\a",
+    "c:/documents and settings/dan/x",
+    "D:\\\\Documents and Settings\\\\Eve Smith\\\\f",
+    "file:///etc/passwd",
+    "FILE://host/share",
+    "/srv/bench/run",
+    "\\\\wsl$\\Ubuntu\\home\\frank\\x",
+    "\\\\WSL.localhost\\d\\home\\g\\y",
+    "~grace/notes",
+    "cd ~henry",
+    "/var/folders/ab/cd/T/x",
+    "/private/var/tmp/x",
+    "/tmp",
+    "/mnt/c/Users/ivan/x",
+    "/var/home/judy/x",
+    "\\/home\\/kate\\/x",
+    "-I/home/leo/include",
+    "\\n/tmp/x",
+]
+HINT = re.compile(r"/|\\|~|file:")
+ODD = ["\u0130", "\u212a", "\u017f", "é", "ß", "ǅ"]  # characters the regexes fold differently
+
+
+def _every_rule(text: str, stats: CleanStats) -> str:
+    out = text
+    for pattern, placeholder in HOST_PATH_RULES:
+        out, n = pattern.subn(placeholder, out)
+        if n:
+            stats.host_paths[placeholder] += n
+    return out
+
+
+def test_skipping_rules_by_their_literals_changes_nothing() -> None:
+    rnd = random.Random(3)
+    texts = PATHS + [p.text for p in corpus()] + look_alikes()
+    for _ in range(3000):
+        a, b = rnd.choice(PATHS), rnd.choice(texts)
+        odd = rnd.choice(ODD)
+        texts.append(f"{b} in {a} " + (odd if rnd.random() < 0.3 else ""))
+        texts.append(a.replace("i", odd, 1) if rnd.random() < 0.5 else a.upper())
+    for t in texts:
+        if not HINT.search(t):  # strip_host_paths' own gate, before any rule
+            continue
+        got, want = CleanStats(), CleanStats()
+        assert strip_host_paths(t, got) == _every_rule(t, want), t
+        assert got.host_paths == want.host_paths, t
