@@ -13,13 +13,14 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
-from bf_assets.batch.summary import summarize
+from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
+from bf_assets.batch.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
@@ -59,13 +60,18 @@ ProgressFn = Callable[[int, int, TrialRef], None]
 
 @dataclass(slots=True)
 class ReviewReport:
+    """What a review batch prints.  In memory (``review_roots`` without ``slim``) ``trials``
+    are the assembled reviews and ``dataset`` the dataset review; the CLI's slim path keeps
+    the slim reviews as reviewed in ``trials``, the dataset review in ``streamed`` and, with
+    ``spill``, each trial's JSON on disk."""
+
     roots: list[str]
     trials: list[TrialReview]
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
     dataset: DatasetReview | None = None
     spill: Spill | None = None  # the trials' full JSON when reviewed with spill=True
-    spilled_verdicts: list[str] = field(default_factory=list)
+    streamed: StreamedDataset | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,23 +79,34 @@ class ReviewReport:
             "summary": self.summary,
         }
 
+    def final_trials(self) -> Iterator[TrialReview]:
+        """Each trial after the dataset review (its findings and verdict), in order."""
+        if self.streamed is not None:
+            return self.streamed.final_trials()
+        return iter(self.trials)
+
+    def all_publishable(self) -> bool:
+        """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
+        if self.streamed is not None:
+            return self.streamed.tally.all_publishable()
+        return all_publishable(self.trials)
+
     def trial_json(self) -> Iterator[bytes]:
         """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order,
         with its export decision (``exported``, ``export_reason``, ``export_detail``)."""
-        decision = self.dataset.decision if self.dataset is not None else None
-        if self.spill is None:
+        if self.streamed is None:
+            decision = self.dataset.decision if self.dataset is not None else None
             for t in self.trials:
                 yield _with_decision(orjson.dumps(t.to_json()), decision, t)
             return
-        extra = self.dataset.coverage.trial_findings if self.dataset is not None else {}
+        if self.spill is None:
+            raise ValueError("the trials' JSON was not kept (review_roots without spill=True)")
+        ds = self.streamed
+        extra = ds.coverage.trial_findings
         for i, t in enumerate(self.trials):
-            data = final_json(
-                self.spill.get(i),
-                extra.get(trial_key(t), []),
-                t.verdict,
-                self.spilled_verdicts[i],
-            )
-            yield _with_decision(data, decision, t)
+            verdict = VERDICTS[ds.verdicts[i]]
+            data = final_json(self.spill.get(i), extra.get(trial_key(t), []), verdict, t.verdict)
+            yield with_decision(data, ds.decision_fields(i))
 
     def close(self) -> None:
         if self.spill is not None:
@@ -98,14 +115,14 @@ class ReviewReport:
 
 def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview) -> bytes:
     """A trial's JSON object with its export decision appended (spliced before the closing
-    brace: the spilled bytes are not parsed again)."""
+    brace)."""
     d = decision.get(trial_key(t)) if decision is not None else None
-    if d is None or not data.endswith(b"}"):
+    if d is None:
         return data
     fields = orjson.dumps(
         {"exported": d.exported, "export_reason": d.reason, "export_detail": d.detail}
     )
-    return data[:-1] + b"," + fields[1:]
+    return with_decision(data, fields)
 
 
 PARALLEL_MIN_TRIALS = 64
@@ -194,47 +211,49 @@ def review_roots(
     progress: ProgressFn | None = None,
     *,
     spill: bool = False,
+    slim: bool = False,
 ) -> ReviewReport:
-    """Discover, review and assemble.  ``spill=True`` (the CLI) keeps slim reviews in
-    memory and each trial's JSON on disk: read it back with ``ReviewReport.trial_json``;
-    close the report when done."""
+    """Discover, review and assemble.  ``slim=True`` (the CLI) keeps slim reviews in memory
+    and runs the dataset review one trial at a time (``StreamedDataset``); ``spill=True``
+    (implies ``slim``) also keeps each trial's JSON on disk: read it back with
+    ``ReviewReport.trial_json``; close the report when done."""
     opts = options or ReviewOptions()
-    store: Spill | None = None
-    if spill:
-        store = Spill()
-        walk = _WalkReview(opts, store, progress)
-        try:
-            trials = walk.run(roots)
-        except BaseException:
-            store.close()
-            raise
-        skipped = walk.skipped
-    else:
+    if not (spill or slim):
         disc = discover(roots)
         trials = review_refs(disc.trials, opts, progress)
-        skipped = disc.skipped
-    try:
-        before = [t.verdict for t in trials] if store is not None else []
         ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
+        summary = summarize(ds.trials)
+        summary.update(ds.summary())
+        return ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary, ds)
+    store = Spill() if spill else None
+    try:
+        walk = _WalkReview(opts, store, progress)
+        trials = walk.run(roots)
+        streamed = StreamedDataset(
+            trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path
+        )
     except BaseException:
         if store is not None:
             store.close()
         raise
-    summary = summarize(ds.trials)
-    summary.update(ds.summary())
-    report = ReviewReport([str(r) for r in roots], ds.trials, skipped, summary)
-    report.dataset = ds
-    report.spill = store
-    report.spilled_verdicts = before
-    return report
+    return ReviewReport(
+        [str(r) for r in roots],
+        trials,
+        walk.skipped,
+        streamed.summary(),
+        spill=store,
+        streamed=streamed,
+    )
 
 
 class _WalkReview:
     """Review trials while the walk is still finding them (the CLI path): chunks go to the
-    worker pool as soon as they are discovered, full reviews to the spill file, slim ones
-    stay; at the end everything is put in ``discover``'s order."""
+    worker pool as soon as they are discovered, full reviews to the spill file (when there
+    is one), slim ones stay; at the end everything is put in ``discover``'s order."""
 
-    def __init__(self, opts: ReviewOptions, store: Spill, progress: ProgressFn | None) -> None:
+    def __init__(
+        self, opts: ReviewOptions, store: Spill | None, progress: ProgressFn | None
+    ) -> None:
         self.opts = opts
         self.store = store
         self.progress = progress
@@ -246,7 +265,8 @@ class _WalkReview:
 
     def keep(self, p: int, item: tuple[bytes, SlimTuple]) -> None:
         data, slim = item
-        self.store.put(p, data)
+        if self.store is not None:
+            self.store.put(p, data)
         slim_review = self.interner.from_slim(slim, self.walked[p][1])
         self.results[p] = slim_review
         self.done += 1
@@ -273,7 +293,8 @@ class _WalkReview:
         order = sorted(
             range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
         )
-        self.store.reorder(order)
+        if self.store is not None:
+            self.store.reorder(order)
         trials = [self.results[p] for p in order]
         self.walked, self.results = [], []  # the slim reviews hold what is still needed
         return trials
