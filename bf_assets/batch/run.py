@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -258,7 +259,8 @@ class _WalkReview:
         self.store = store
         self.progress = progress
         self.skipped: list[tuple[str, str]] = []
-        self.walked: list[tuple[int, TrialRef]] = []
+        self.walked: list[TrialRef] = []
+        self.root_of = array("I")  # each walked trial's run root (an index into the roots)
         self.results: list[Any] = []
         self.interner = Interner()
         self.done = 0
@@ -267,7 +269,7 @@ class _WalkReview:
         data, slim = item
         if self.store is not None:
             self.store.put(p, data)
-        slim_review = self.interner.from_slim(slim, self.walked[p][1])
+        slim_review = self.interner.from_slim(slim, self.walked[p])
         self.results[p] = slim_review
         self.done += 1
         if self.progress is not None:
@@ -288,11 +290,11 @@ class _WalkReview:
         else:
             for item in walk:
                 self._found(item)
-            for p, (_, ref) in enumerate(self.walked):
+            for p, ref in enumerate(self.walked):
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
-        order = sorted(
-            range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
-        )
+        # discover's order: by root, then path (two stable sorts: no key tuple per trial)
+        order = sorted(range(len(self.walked)), key=lambda p: self.walked[p].rel_path)
+        order.sort(key=self.root_of.__getitem__)
         if self.store is not None:
             self.store.reorder(order)
         trials = [self.results[p] for p in order]
@@ -300,7 +302,8 @@ class _WalkReview:
         return trials
 
     def _found(self, item: tuple[int, TrialRef]) -> None:
-        self.walked.append(item)
+        self.root_of.append(item[0])
+        self.walked.append(item[1])
         self.results.append(None)
 
     def _parallel(self, walk: Iterator[tuple[int, TrialRef]], workers: int) -> None:
@@ -311,7 +314,7 @@ class _WalkReview:
             def send(upto: int) -> None:
                 nonlocal sent
                 while sent < upto:
-                    refs = [ref for _, ref in self.walked[sent : min(sent + CHUNK, upto)]]
+                    refs = self.walked[sent : min(sent + CHUNK, upto)]
                     pending[pool.submit(_spill_chunk, refs, self.opts)] = sent
                     sent += len(refs)
 

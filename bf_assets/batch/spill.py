@@ -11,6 +11,7 @@ is patched on the way out (``final_json``); otherwise the spilled bytes are prin
 
 from __future__ import annotations
 
+import math
 import sys
 import tempfile
 from array import array
@@ -49,6 +50,7 @@ class Interner:
         self.no_files: list[Any] = []
         self.no_skills: dict[str, Any] = {}
         self.no_sources: dict[str, str] = {}
+        self.floats: dict[tuple[float, float], float] = {}
 
     def text(self, s: str | None) -> str | None:
         return sys.intern(s) if isinstance(s, str) else s
@@ -120,8 +122,15 @@ class Interner:
             findings=findings,
             files=self.no_files,
             skills=self.no_skills,
-            reward=reward,
+            reward=self.reward(reward),
         )
+
+    def reward(self, value: Any) -> Any:
+        """Equal float rewards share one object (a sign of zero and a NaN stay apart;
+        anything else is kept as it is)."""
+        if type(value) is not float or value != value:
+            return value
+        return self.floats.setdefault((value, math.copysign(1.0, value)), value)
 
     def slim_finding(
         self, check: str, severity: str, file: str | None, line: int | None

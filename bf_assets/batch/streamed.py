@@ -102,18 +102,26 @@ class _Excluded:
 
 
 def _shared_keys(trials: Sequence[TrialReview]) -> list[list[int]]:
-    """Indices of trials that share a key (several run roots can hold the same job and
-    rollout names), in order; nearly always none, found with 8 bytes a trial."""
-    hashes = array("q", (hash(trial_key(t)) for t in trials))
-    seen: set[int] = set()
-    twice: set[int] = set()
-    for h in hashes:
-        (twice if h in seen else seen).add(h)
+    """Indices of trials that share a key, in order.  Keys are unique under one run root;
+    several roots can hold the same job and rollout names.  Found with a bitmap of key
+    hashes (2 bytes a trial), then a dictionary of the few trials whose bit was taken."""
+    if len({t.ref.root for t in trials}) <= 1:
+        return []
+    bits = 16 * len(trials)
+    seen = bytearray(bits // 8 + 1)
+    again: set[int] = set()  # hashes whose bit an earlier trial took
+    for t in trials:
+        h = hash(trial_key(t))
+        b = h % bits
+        if seen[b >> 3] & (1 << (b & 7)):
+            again.add(h)
+        seen[b >> 3] |= 1 << (b & 7)
     del seen
     groups: dict[TrialKey, list[int]] = {}
-    for i, h in enumerate(hashes):
-        if h in twice:
-            groups.setdefault(trial_key(trials[i]), []).append(i)
+    for i, t in enumerate(trials):
+        key = trial_key(t)
+        if hash(key) in again:
+            groups.setdefault(key, []).append(i)
     return [g for g in groups.values() if len(g) > 1]
 
 
