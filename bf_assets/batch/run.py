@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from bf_assets.batch.slimreview import SlimReview
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
 from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
 from bf_assets.batch.summary import all_publishable, summarize
@@ -67,7 +68,7 @@ class ReviewReport:
     ``spill``, each trial's JSON on disk."""
 
     roots: list[str]
-    trials: list[TrialReview]
+    trials: list[TrialReview] | list[SlimReview]
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
     dataset: DatasetReview | None = None
@@ -275,7 +276,7 @@ class _WalkReview:
         if self.progress is not None:
             self.progress(self.done, len(self.walked), slim_review.ref)
 
-    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
+    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[SlimReview]:
         clear_path_cache()
         walk = walk_roots(roots, self.skipped)
         more = False

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from bf_assets.batch.slimreview import SlimReview
 from bf_assets.batch.summary import Tally
 from bf_assets.contract import ReleaseVerdict, Verdict
 from bf_assets.dataset.assemble import REASON_EXAMPLES, probe_rewards, reason_lines
@@ -41,6 +42,8 @@ from bf_assets.dataset.release import ReleaseReason
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
+# What the dataset review reads of a trial: a TrialReview, or a SlimReview standing for one.
+Reviewed = TrialReview | SlimReview
 VERDICTS = tuple(v.value for v in Verdict)
 _CODE = {v: i for i, v in enumerate(VERDICTS)}
 NOT = ReleaseVerdict.NOT_PUBLISHABLE.value
@@ -101,7 +104,7 @@ class _Excluded:
         return out
 
 
-def _shared_keys(trials: Sequence[TrialReview]) -> list[list[int]]:
+def _shared_keys(trials: Sequence[Reviewed]) -> list[list[int]]:
     """Indices of trials that share a key, in order.  Keys are unique under one run root;
     several roots can hold the same job and rollout names.  Found with a bitmap of key
     hashes (2 bytes a trial), then a dictionary of the few trials whose bit was taken."""
@@ -131,7 +134,7 @@ class StreamedDataset:
 
     def __init__(
         self,
-        trials: Sequence[TrialReview],
+        trials: Sequence[Reviewed],
         *,
         plan_path: str | None = None,
         quarantine_path: str | None = None,
@@ -217,7 +220,8 @@ class StreamedDataset:
 
     def final(self, i: int) -> TrialReview:
         """Trial ``i`` as ``assemble`` merges it: coverage findings added, effective verdict."""
-        t = self.trials[i]
+        slim = self.trials[i]
+        t = slim.review() if isinstance(slim, SlimReview) else slim
         extra = self.coverage.trial_findings.get(trial_key(t), [])
         verdict = VERDICTS[self.verdicts[i]]
         if not extra and verdict == t.verdict and t.findings == sort_findings(t.findings):
