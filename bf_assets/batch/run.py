@@ -260,9 +260,11 @@ class _WalkReview:
         self.store = store
         self.progress = progress
         self.skipped: list[tuple[str, str]] = []
-        self.walked: list[TrialRef] = []
+        # each walked trial's ref until its slim review is back (then the slim one is kept)
+        self.walked: list[TrialRef | None] = []
         self.root_of = array("I")  # each walked trial's run root (an index into the roots)
         self.results: list[Any] = []
+        self.order = array("I")  # discover's order, once the walk is over
         self.interner = Interner()
         self.done = 0
 
@@ -270,8 +272,11 @@ class _WalkReview:
         data, slim = item
         if self.store is not None:
             self.store.put(p, data)
-        slim_review = self.interner.from_slim(slim, self.walked[p])
+        ref = self.walked[p]
+        assert ref is not None
+        slim_review = self.interner.from_slim(slim, ref)
         self.results[p] = slim_review
+        self.walked[p] = None  # the ref's names live on in the slim review
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, len(self.walked), slim_review.ref)
@@ -291,16 +296,27 @@ class _WalkReview:
         else:
             for item in walk:
                 self._found(item)
+            self._sort()
             for p, ref in enumerate(self.walked):
+                assert ref is not None
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
-        # discover's order: by root, then path (two stable sorts: no key tuple per trial)
-        order = sorted(range(len(self.walked)), key=lambda p: self.walked[p].rel_path)
-        order.sort(key=self.root_of.__getitem__)
         if self.store is not None:
-            self.store.reorder(order)
-        trials = [self.results[p] for p in order]
+            self.store.reorder(self.order)
+        trials = [self.results[p] for p in self.order]
         self.walked, self.results = [], []  # the slim reviews hold what is still needed
         return trials
+
+    def _sort(self) -> None:
+        """Discover's order (by root, then path), as soon as the walk is over: most refs are
+        still at hand then (two stable sorts: no key tuple per trial)."""
+
+        def rel_path(p: int) -> str:
+            ref = self.walked[p]
+            return ref.rel_path if ref is not None else self.results[p].rel_path
+
+        order = sorted(range(len(self.walked)), key=rel_path)
+        order.sort(key=self.root_of.__getitem__)
+        self.order = array("I", order)
 
     def _found(self, item: tuple[int, TrialRef]) -> None:
         self.root_of.append(item[0])
@@ -315,7 +331,7 @@ class _WalkReview:
             def send(upto: int) -> None:
                 nonlocal sent
                 while sent < upto:
-                    refs = self.walked[sent : min(sent + CHUNK, upto)]
+                    refs = self.walked[sent : min(sent + CHUNK, upto)]  # none back yet
                     pending[pool.submit(_spill_chunk, refs, self.opts)] = sent
                     sent += len(refs)
 
@@ -325,6 +341,7 @@ class _WalkReview:
                     send(len(self.walked))
                     self._collect(pending, block=False)
             send(len(self.walked))
+            self._sort()
             self._collect(pending, block=True)
 
     def _collect(self, pending: dict[Any, int], *, block: bool) -> None:

@@ -15,6 +15,7 @@ import math
 import sys
 import tempfile
 from array import array
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -231,7 +232,7 @@ class Spill:
             self.offset.extend([0] * grow)
             self.length.extend([-1] * grow)
 
-    def reorder(self, order: list[int]) -> None:
+    def reorder(self, order: Sequence[int]) -> None:
         """Index ``i`` becomes what index ``order[i]`` was."""
         self.offset = array("q", (self.offset[p] for p in order))
         self.length = array("q", (self.length[p] for p in order))
