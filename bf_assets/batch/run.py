@@ -124,7 +124,7 @@ def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview)
     fields = orjson.dumps(
         {"exported": d.exported, "export_reason": d.reason, "export_detail": d.detail}
     )
-    return with_decision(data, fields)
+    return with_decision(data, fields[1:])
 
 
 PARALLEL_MIN_TRIALS = 64

@@ -233,7 +233,7 @@ class StreamedDataset:
             yield self.final(i)
 
     def decision_fields(self, i: int) -> bytes:
-        """``{"exported": ..., "export_reason": ..., "export_detail": ...}`` of trial ``i``."""
+        """``"exported": ..., "export_reason": ..., "export_detail": ...}`` of trial ``i``."""
         return self.fields[self.choice[i]]
 
     def summary(self) -> dict[str, Any]:
@@ -264,13 +264,17 @@ def _optional_gap(row: SlotRow) -> bool:
 
 
 def _decision_fields(reason: str, detail: str) -> bytes:
-    return orjson.dumps(
+    """The decision's JSON members without the opening brace (a copy of exactly its size:
+    ``orjson.dumps`` leaves room to spare in the bytes it returns)."""
+    data = orjson.dumps(
         {"exported": reason == EXPORTED, "export_reason": reason, "export_detail": detail}
     )
+    return data[1:]
 
 
 def with_decision(data: bytes, fields: bytes) -> bytes:
-    """A trial's JSON object with its decision fields spliced in before the closing brace."""
+    """A trial's JSON object with its decision's members (``_decision_fields``) spliced in
+    before the closing brace."""
     if not data.endswith(b"}"):
         return data
-    return data[:-1] + b"," + fields[1:]
+    return data[:-1] + b"," + fields
