@@ -8,18 +8,19 @@ that trial, and every trial discovered appears in the output.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
 from array import array
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from bf_assets.batch.slimreview import SlimReview
+from bf_assets.batch.slimreview import JobPart, SlimReview
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
 from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
 from bf_assets.batch.summary import all_publishable, summarize
@@ -129,6 +130,10 @@ def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview)
 
 PARALLEL_MIN_TRIALS = 64
 CHUNK = 32
+# Chunks sent per worker and not back yet, at most, while the walk goes on: the walk finds
+# trials much faster than they are reviewed, and a trial found holds its ref until its
+# review is back.
+IN_FLIGHT = 4
 
 
 def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False) -> int:
@@ -248,6 +253,11 @@ def review_roots(
     )
 
 
+def _prefix(part: JobPart) -> str:
+    """What the paths of a directory's trials start with (``SlimReview.rel_path``)."""
+    return part.rel_dir + "/" if part.rel_dir else ""
+
+
 class _WalkReview:
     """Review trials while the walk is still finding them (the CLI path): chunks go to the
     worker pool as soon as they are discovered, full reviews to the spill file (when there
@@ -296,10 +306,10 @@ class _WalkReview:
         else:
             for item in walk:
                 self._found(item)
-            self._sort()
             for p, ref in enumerate(self.walked):
                 assert ref is not None
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
+        self._sort()
         if self.store is not None:
             self.store.reorder(self.order)
         trials = [self.results[p] for p in self.order]
@@ -307,16 +317,30 @@ class _WalkReview:
         return trials
 
     def _sort(self) -> None:
-        """Discover's order (by root, then path), as soon as the walk is over: most refs are
-        still at hand then (two stable sorts: no key tuple per trial)."""
-
-        def rel_path(p: int) -> str:
-            ref = self.walked[p]
-            return ref.rel_path if ref is not None else self.results[p].rel_path
-
-        order = sorted(range(len(self.walked)), key=rel_path)
-        order.sort(key=self.root_of.__getitem__)
+        """Discover's order: by root, then path.  The slim reviews derive their paths, so
+        the trials of one directory are sorted by rollout (no string per trial) and the
+        directories by path; when a directory's path is a prefix of another's (a trial
+        nested below another directory of trials) every path is compared whole."""
+        order = self._sort_by_directory()
+        if order is None:
+            order = sorted(range(len(self.results)), key=lambda p: self.results[p].rel_path)
+        order.sort(key=self.root_of.__getitem__)  # stable: by root, then as sorted
         self.order = array("I", order)
+
+    def _sort_by_directory(self) -> list[int] | None:
+        groups: dict[tuple[int, JobPart], list[int]] = {}
+        for p, t in enumerate(self.results):
+            if t.odd is not None:
+                return None
+            groups.setdefault((self.root_of[p], t.job_part), []).append(p)
+        heads = sorted(groups, key=lambda g: (g[0], _prefix(g[1])))
+        for a, b in itertools.pairwise(heads):
+            if a[0] == b[0] and _prefix(b[1]).startswith(_prefix(a[1])):
+                return None
+        order: list[int] = []
+        for g in heads:
+            order.extend(sorted(groups[g], key=lambda p: self.results[p].rollout))
+        return order
 
     def _found(self, item: tuple[int, TrialRef]) -> None:
         self.root_of.append(item[0])
@@ -339,13 +363,14 @@ class _WalkReview:
                 self._found(item)
                 if len(self.walked) - sent >= CHUNK:
                     send(len(self.walked))
-                    self._collect(pending, block=False)
+                    self._collect(pending, [f for f in pending if f.done()])
+                    while len(pending) >= IN_FLIGHT * workers:  # the walk waits for the
+                        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)  # workers
+                        self._collect(pending, done)
             send(len(self.walked))
-            self._sort()
-            self._collect(pending, block=True)
+            self._collect(pending, as_completed(list(pending)))
 
-    def _collect(self, pending: dict[Any, int], *, block: bool) -> None:
-        ready = as_completed(list(pending)) if block else [f for f in pending if f.done()]
+    def _collect(self, pending: dict[Any, int], ready: Iterable[Any]) -> None:
         for fut in ready:
             start = pending.pop(fut)  # a finished future holds its result: let it go
             for k, item in enumerate(fut.result()):
