@@ -4,7 +4,8 @@ the CLI prints, and only a slim review (what the dataset layer reads) stays in m
 The dataset layer (coverage, quarantine, release verdict) reads a trial's identity, ref,
 outcome, health, verdict, reward and its findings' check, severity, file and line, never
 messages, evidence, file inventories or skill details.  A slim review keeps exactly that,
-with repeated strings and findings shared between trials, so 20,000 trials cost a few MB.
+with repeated strings and findings shared between trials (one ``SlimReview`` object a
+trial, ``bf_assets.batch.slimreview``), so 20,000 trials cost a few MB.
 When the dataset review adds findings to a trial or changes its verdict, its spilled JSON
 is patched on the way out (``final_json``); otherwise the spilled bytes are printed as is.
 """
