@@ -8,18 +8,22 @@ that trial, and every trial discovered appears in the output.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
+from bf_assets.batch.slimreview import JobPart, SlimReview
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
-from bf_assets.batch.summary import summarize
+from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
+from bf_assets.batch.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
@@ -59,13 +63,18 @@ ProgressFn = Callable[[int, int, TrialRef], None]
 
 @dataclass(slots=True)
 class ReviewReport:
+    """What a review batch prints.  In memory (``review_roots`` without ``slim``) ``trials``
+    are the assembled reviews and ``dataset`` the dataset review; the CLI's slim path keeps
+    the slim reviews as reviewed in ``trials``, the dataset review in ``streamed`` and, with
+    ``spill``, each trial's JSON on disk."""
+
     roots: list[str]
-    trials: list[TrialReview]
+    trials: list[TrialReview] | list[SlimReview]
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
     dataset: DatasetReview | None = None
     spill: Spill | None = None  # the trials' full JSON when reviewed with spill=True
-    spilled_verdicts: list[str] = field(default_factory=list)
+    streamed: StreamedDataset | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,23 +82,34 @@ class ReviewReport:
             "summary": self.summary,
         }
 
+    def final_trials(self) -> Iterator[TrialReview]:
+        """Each trial after the dataset review (its findings and verdict), in order."""
+        if self.streamed is not None:
+            return self.streamed.final_trials()
+        return iter(self.trials)
+
+    def all_publishable(self) -> bool:
+        """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
+        if self.streamed is not None:
+            return self.streamed.tally.all_publishable()
+        return all_publishable(self.trials)
+
     def trial_json(self) -> Iterator[bytes]:
         """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order,
         with its export decision (``exported``, ``export_reason``, ``export_detail``)."""
-        decision = self.dataset.decision if self.dataset is not None else None
-        if self.spill is None:
+        if self.streamed is None:
+            decision = self.dataset.decision if self.dataset is not None else None
             for t in self.trials:
                 yield _with_decision(orjson.dumps(t.to_json()), decision, t)
             return
-        extra = self.dataset.coverage.trial_findings if self.dataset is not None else {}
+        if self.spill is None:
+            raise ValueError("the trials' JSON was not kept (review_roots without spill=True)")
+        ds = self.streamed
+        extra = ds.coverage.trial_findings
         for i, t in enumerate(self.trials):
-            data = final_json(
-                self.spill.get(i),
-                extra.get(trial_key(t), []),
-                t.verdict,
-                self.spilled_verdicts[i],
-            )
-            yield _with_decision(data, decision, t)
+            verdict = VERDICTS[ds.verdicts[i]]
+            data = final_json(self.spill.get(i), extra.get(trial_key(t), []), verdict, t.verdict)
+            yield with_decision(data, ds.decision_fields(i))
 
     def close(self) -> None:
         if self.spill is not None:
@@ -98,18 +118,22 @@ class ReviewReport:
 
 def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview) -> bytes:
     """A trial's JSON object with its export decision appended (spliced before the closing
-    brace: the spilled bytes are not parsed again)."""
+    brace)."""
     d = decision.get(trial_key(t)) if decision is not None else None
-    if d is None or not data.endswith(b"}"):
+    if d is None:
         return data
     fields = orjson.dumps(
         {"exported": d.exported, "export_reason": d.reason, "export_detail": d.detail}
     )
-    return data[:-1] + b"," + fields[1:]
+    return with_decision(data, fields[1:])
 
 
 PARALLEL_MIN_TRIALS = 64
 CHUNK = 32
+# Chunks sent per worker and not back yet, at most, while the walk goes on: the walk finds
+# trials much faster than they are reviewed, and a trial found holds its ref until its
+# review is back.
+IN_FLIGHT = 4
 
 
 def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False) -> int:
@@ -207,66 +231,80 @@ def review_roots(
     progress: ProgressFn | None = None,
     *,
     spill: bool = False,
+    slim: bool = False,
 ) -> ReviewReport:
-    """Discover, review and assemble.  ``spill=True`` (the CLI) keeps slim reviews in
-    memory and each trial's JSON on disk: read it back with ``ReviewReport.trial_json``;
-    close the report when done."""
+    """Discover, review and assemble.  ``slim=True`` (the CLI) keeps slim reviews in memory
+    and runs the dataset review one trial at a time (``StreamedDataset``); ``spill=True``
+    (implies ``slim``) also keeps each trial's JSON on disk: read it back with
+    ``ReviewReport.trial_json``; close the report when done."""
     opts = options or ReviewOptions()
-    store: Spill | None = None
-    if spill:
-        store = Spill()
-        walk = _WalkReview(opts, store, progress)
-        try:
-            trials = walk.run(roots)
-        except BaseException:
-            store.close()
-            raise
-        skipped = walk.skipped
-    else:
+    if not (spill or slim):
         disc = discover(roots)
         trials = review_refs(disc.trials, opts, progress)
-        skipped = disc.skipped
-    try:
-        before = [t.verdict for t in trials] if store is not None else []
         ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
+        summary = summarize(ds.trials)
+        summary.update(ds.summary())
+        return ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary, ds)
+    store = Spill() if spill else None
+    try:
+        walk = _WalkReview(opts, store, progress)
+        trials = walk.run(roots)
+        streamed = StreamedDataset(
+            trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path
+        )
     except BaseException:
         if store is not None:
             store.close()
         raise
-    summary = summarize(ds.trials)
-    summary.update(ds.summary())
-    report = ReviewReport([str(r) for r in roots], ds.trials, skipped, summary)
-    report.dataset = ds
-    report.spill = store
-    report.spilled_verdicts = before
-    return report
+    return ReviewReport(
+        [str(r) for r in roots],
+        trials,
+        walk.skipped,
+        streamed.summary(),
+        spill=store,
+        streamed=streamed,
+    )
+
+
+def _prefix(part: JobPart) -> str:
+    """What the paths of a directory's trials start with (``SlimReview.rel_path``)."""
+    return part.rel_dir + "/" if part.rel_dir else ""
 
 
 class _WalkReview:
     """Review trials while the walk is still finding them (the CLI path): chunks go to the
-    worker pool as soon as they are discovered, full reviews to the spill file, slim ones
-    stay; at the end everything is put in ``discover``'s order."""
+    worker pool as soon as they are discovered, full reviews to the spill file (when there
+    is one), slim ones stay; at the end everything is put in ``discover``'s order."""
 
-    def __init__(self, opts: ReviewOptions, store: Spill, progress: ProgressFn | None) -> None:
+    def __init__(
+        self, opts: ReviewOptions, store: Spill | None, progress: ProgressFn | None
+    ) -> None:
         self.opts = opts
         self.store = store
         self.progress = progress
         self.skipped: list[tuple[str, str]] = []
-        self.walked: list[tuple[int, TrialRef]] = []
+        # each walked trial's ref until its slim review is back (then the slim one is kept)
+        self.walked: list[TrialRef | None] = []
+        self.root_of = array("I")  # each walked trial's run root (an index into the roots)
         self.results: list[Any] = []
+        self.order = array("I")  # discover's order, once the walk is over
         self.interner = Interner()
         self.done = 0
 
     def keep(self, p: int, item: tuple[bytes, SlimTuple]) -> None:
         data, slim = item
-        self.store.put(p, data)
-        slim_review = self.interner.from_slim(slim, self.walked[p][1])
+        if self.store is not None:
+            self.store.put(p, data)
+        ref = self.walked[p]
+        assert ref is not None
+        slim_review = self.interner.from_slim(slim, ref)
         self.results[p] = slim_review
+        self.walked[p] = None  # the ref's names live on in the slim review
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, len(self.walked), slim_review.ref)
 
-    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
+    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[SlimReview]:
         clear_path_cache()
         walk = walk_roots(roots, self.skipped)
         more = False
@@ -281,18 +319,45 @@ class _WalkReview:
         else:
             for item in walk:
                 self._found(item)
-            for p, (_, ref) in enumerate(self.walked):
+            for p, ref in enumerate(self.walked):
+                assert ref is not None
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
-        order = sorted(
-            range(len(self.walked)), key=lambda p: (self.walked[p][0], self.walked[p][1].rel_path)
-        )
-        self.store.reorder(order)
-        trials = [self.results[p] for p in order]
+        self._sort()
+        if self.store is not None:
+            self.store.reorder(self.order)
+        trials = [self.results[p] for p in self.order]
         self.walked, self.results = [], []  # the slim reviews hold what is still needed
         return trials
 
+    def _sort(self) -> None:
+        """Discover's order: by root, then path.  The slim reviews derive their paths, so
+        the trials of one directory are sorted by rollout (no string per trial) and the
+        directories by path; when a directory's path is a prefix of another's (a trial
+        nested below another directory of trials) every path is compared whole."""
+        order = self._sort_by_directory()
+        if order is None:
+            order = sorted(range(len(self.results)), key=lambda p: self.results[p].rel_path)
+        order.sort(key=self.root_of.__getitem__)  # stable: by root, then as sorted
+        self.order = array("I", order)
+
+    def _sort_by_directory(self) -> list[int] | None:
+        groups: dict[tuple[int, JobPart], list[int]] = {}
+        for p, t in enumerate(self.results):
+            if t.odd is not None:
+                return None
+            groups.setdefault((self.root_of[p], t.job_part), []).append(p)
+        heads = sorted(groups, key=lambda g: (g[0], _prefix(g[1])))
+        for a, b in itertools.pairwise(heads):
+            if a[0] == b[0] and _prefix(b[1]).startswith(_prefix(a[1])):
+                return None
+        order: list[int] = []
+        for g in heads:
+            order.extend(sorted(groups[g], key=lambda p: self.results[p].rollout))
+        return order
+
     def _found(self, item: tuple[int, TrialRef]) -> None:
-        self.walked.append(item)
+        self.root_of.append(item[0])
+        self.walked.append(item[1])
         self.results.append(None)
 
     def _parallel(self, walk: Iterator[tuple[int, TrialRef]], workers: int) -> None:
@@ -303,7 +368,7 @@ class _WalkReview:
             def send(upto: int) -> None:
                 nonlocal sent
                 while sent < upto:
-                    refs = [ref for _, ref in self.walked[sent : min(sent + CHUNK, upto)]]
+                    refs = self.walked[sent : min(sent + CHUNK, upto)]  # none back yet
                     pending[pool.submit(_spill_chunk, refs, self.opts)] = sent
                     sent += len(refs)
 
@@ -311,12 +376,14 @@ class _WalkReview:
                 self._found(item)
                 if len(self.walked) - sent >= CHUNK:
                     send(len(self.walked))
-                    self._collect(pending, block=False)
+                    self._collect(pending, [f for f in pending if f.done()])
+                    while len(pending) >= IN_FLIGHT * workers:  # the walk waits for the
+                        done, _ = wait(list(pending), return_when=FIRST_COMPLETED)  # workers
+                        self._collect(pending, done)
             send(len(self.walked))
-            self._collect(pending, block=True)
+            self._collect(pending, as_completed(list(pending)))
 
-    def _collect(self, pending: dict[Any, int], *, block: bool) -> None:
-        ready = as_completed(list(pending)) if block else [f for f in pending if f.done()]
+    def _collect(self, pending: dict[Any, int], ready: Iterable[Any]) -> None:
         for fut in ready:
             start = pending.pop(fut)  # a finished future holds its result: let it go
             for k, item in enumerate(fut.result()):

@@ -4,21 +4,25 @@ the CLI prints, and only a slim review (what the dataset layer reads) stays in m
 The dataset layer (coverage, quarantine, release verdict) reads a trial's identity, ref,
 outcome, health, verdict, reward and its findings' check, severity, file and line, never
 messages, evidence, file inventories or skill details.  A slim review keeps exactly that,
-with repeated strings and findings shared between trials, so 20,000 trials cost a few MB.
+with repeated strings and findings shared between trials (one ``SlimReview`` object a
+trial, ``bf_assets.batch.slimreview``), so 20,000 trials cost a few MB.
 When the dataset review adds findings to a trial or changes its verdict, its spilled JSON
 is patched on the way out (``final_json``); otherwise the spilled bytes are printed as is.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import tempfile
 from array import array
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from bf_assets.batch.slimreview import CellPart, JobPart, SlimReview, StatePart
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.ingest.identity import Identity
 
@@ -39,6 +43,10 @@ _IDENTITY_TEXT = (
 )
 
 
+_CELL_TEXT = ("task_id", "harness", "model", "skill_mode", "sandbox", "source_ref", "task_digest")
+_Part = TypeVar("_Part", JobPart, CellPart)
+
+
 class Interner:
     """Shares equal strings, equal slim findings and equal finding lists between trials; a
     slim review's empty containers are shared too (slim reviews are never written to)."""
@@ -49,6 +57,9 @@ class Interner:
         self.no_files: list[Any] = []
         self.no_skills: dict[str, Any] = {}
         self.no_sources: dict[str, str] = {}
+        self.floats: dict[tuple[float, float], float] = {}
+        self.parts: dict[Any, Any] = {}  # JobPart and CellPart, shared
+        self.states: dict[tuple[Any, ...], StatePart] = {}
 
     def text(self, s: str | None) -> str | None:
         return sys.intern(s) if isinstance(s, str) else s
@@ -77,11 +88,9 @@ class Interner:
             **kw,
         )
 
-    def from_slim(self, s: SlimTuple, ref: TrialRef) -> TrialReview:
+    def from_slim(self, s: SlimTuple, ref: TrialRef) -> SlimReview:
         """The slim review of :func:`slim_tuple`'s ``s`` (what ``review`` makes of the full
-        review), with the walk's own ``ref``."""
-        from bf_assets.review.record import TrialReview
-
+        review, in one object: ``SlimReview``), with the walk's own ``ref``."""
         (
             texts,
             trial_index,
@@ -95,33 +104,55 @@ class Interner:
             reward,
             fs,
         ) = s
-        kw: dict[str, Any] = {
-            name: sys.intern(v) if isinstance(v, str) else v
-            for name, v in zip(_IDENTITY_TEXT, texts, strict=True)
-        }
-        if kw["rollout"] == ref.rollout:
-            kw["rollout"] = ref.rollout
-        ident = Identity(
-            trial_index=trial_index, started_at=started_at, sources=self.no_sources, **kw
+        kw: dict[str, Any] = dict(zip(_IDENTITY_TEXT, texts, strict=True))
+        job_part = self._part(
+            JobPart(
+                ref.root,
+                ref.job_key,
+                ref.job,
+                ref.layout,
+                sys.intern(ref.rel_path.rpartition("/")[0]),
+                ref.link_escape,
+                self.text(kw["job"]),
+            )
+        )
+        cell = self._part(
+            CellPart(
+                *(self.text(kw[n]) for n in _CELL_TEXT),
+                layout=sys.intern(layout),
+            )
         )
         key = tuple(self.slim_finding(*f) for f in fs)
         findings = self.lists.get(key)
         if findings is None:
             findings = self.lists[key] = list(key)
-        return TrialReview(
-            ref=ref,
-            identity=ident,
-            layout=sys.intern(layout),
-            outcome=sys.intern(outcome),
-            healthy=healthy,
-            training_ready=ready,
-            verdict=sys.intern(verdict),
-            attribution=sys.intern(attr),
-            findings=findings,
-            files=self.no_files,
-            skills=self.no_skills,
-            reward=reward,
+        state_key = (outcome, healthy, ready, verdict, attr, id(findings))
+        state = self.states.get(state_key)
+        if state is None:
+            state = self.states[state_key] = StatePart(
+                sys.intern(outcome), healthy, ready, sys.intern(verdict), sys.intern(attr), findings
+            )
+        rollout = kw["rollout"]
+        return SlimReview(
+            job_part,
+            cell,
+            state,
+            ref,
+            ref.rollout if rollout == ref.rollout else self.text(rollout),
+            started_at,
+            trial_index,
+            self.reward(reward),
         )
+
+    def _part(self, part: _Part) -> _Part:
+        return self.parts.setdefault(part, part)  # type: ignore[return-value]
+
+    def reward(self, value: Any) -> Any:
+        """Equal float rewards share one object (a sign of zero and a NaN stay apart;
+        anything else is kept as it is)."""
+        if type(value) is not float or value != value:
+            return value
+        return self.floats.setdefault((value, math.copysign(1.0, value)), value)
 
     def slim_finding(
         self, check: str, severity: str, file: str | None, line: int | None
@@ -202,7 +233,7 @@ class Spill:
             self.offset.extend([0] * grow)
             self.length.extend([-1] * grow)
 
-    def reorder(self, order: list[int]) -> None:
+    def reorder(self, order: Sequence[int]) -> None:
         """Index ``i`` becomes what index ``order[i]`` was."""
         self.offset = array("q", (self.offset[p] for p in order))
         self.length = array("q", (self.length[p] for p in order))

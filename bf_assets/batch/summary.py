@@ -12,37 +12,76 @@ from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 
 
+class Tally:
+    """The figures of :func:`summarize`, one trial at a time (nothing per trial is kept)."""
+
+    def __init__(self) -> None:
+        self.trials = self.healthy = self.ready = self.model = self.exportable = 0
+        self.publishable_healthy = 0
+        self.outcomes: Counter[str] = Counter()
+        self.verdicts: Counter[str] = Counter()
+        self.layouts: Counter[str] = Counter()
+        self.attributions: Counter[str] = Counter()
+        self.checks: Counter[str] = Counter()
+        self.severities: Counter[str] = Counter()
+
+    def add(self, t: TrialReview) -> None:
+        self.trials += 1
+        self.healthy += t.healthy
+        self.ready += t.training_ready
+        for f in t.findings:
+            self.checks[f.check] += 1
+            self.severities[f.severity] += 1
+        self.outcomes[t.outcome] += 1
+        self.verdicts[t.verdict] += 1
+        self.layouts[t.layout] += 1
+        self.attributions[t.attribution] += 1
+        if t.outcome != Outcome.ORACLE:
+            self.model += 1
+            self.exportable += t.verdict == Verdict.PUBLISHABLE and t.training_ready
+        self.publishable_healthy += t.healthy and t.verdict == Verdict.PUBLISHABLE
+
+    def release_verdict(self) -> str:
+        """Gate-level release verdict (coverage and publish checks refine it downstream)."""
+        if not self.exportable:
+            return ReleaseVerdict.NOT_PUBLISHABLE.value
+        if self.exportable < self.model:
+            return ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
+        return ReleaseVerdict.PUBLISHABLE.value
+
+    def all_publishable(self) -> bool:
+        """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
+        return self.trials > 0 and self.publishable_healthy == self.trials
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "trials": self.trials,
+            "healthy": self.healthy,
+            "training_ready": self.ready,
+            "by_outcome": dict(sorted(self.outcomes.items())),
+            "by_verdict": dict(sorted(self.verdicts.items())),
+            "by_layout": dict(sorted(self.layouts.items())),
+            "by_attribution": dict(sorted(self.attributions.items())),
+            "findings_by_check": dict(sorted(self.checks.items())),
+            "findings_by_severity": {s.value: self.severities.get(s.value, 0) for s in Severity},
+            "release_verdict": self.release_verdict(),
+        }
+
+
+def tally(trials: Iterable[TrialReview]) -> Tally:
+    out = Tally()
+    for t in trials:
+        out.add(t)
+    return out
+
+
 def release_verdict(trials: Iterable[TrialReview]) -> str:
     """Gate-level release verdict (coverage and publish checks refine it downstream)."""
-    ts = list(trials)
-    model = [t for t in ts if t.outcome != Outcome.ORACLE]
-    exportable = [t for t in model if t.verdict == Verdict.PUBLISHABLE and t.training_ready]
-    if not exportable:
-        return ReleaseVerdict.NOT_PUBLISHABLE.value
-    if len(exportable) < len(model):
-        return ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
-    return ReleaseVerdict.PUBLISHABLE.value
+    return tally(trials).release_verdict()
 
 
-def summarize(trials: Sequence[TrialReview]) -> dict[str, Any]:
-    checks: Counter[str] = Counter()
-    severities: Counter[str] = Counter()
-    for t in trials:
-        for f in t.findings:
-            checks[f.check] += 1
-            severities[f.severity] += 1
-    return {
-        "trials": len(trials),
-        "healthy": sum(t.healthy for t in trials),
-        "training_ready": sum(t.training_ready for t in trials),
-        "by_outcome": dict(sorted(Counter(t.outcome for t in trials).items())),
-        "by_verdict": dict(sorted(Counter(t.verdict for t in trials).items())),
-        "by_layout": dict(sorted(Counter(t.layout for t in trials).items())),
-        "by_attribution": dict(sorted(Counter(t.attribution for t in trials).items())),
-        "findings_by_check": dict(sorted(checks.items())),
-        "findings_by_severity": {s.value: severities.get(s.value, 0) for s in Severity},
-        "release_verdict": release_verdict(trials),
-    }
+def summarize(trials: Iterable[TrialReview]) -> dict[str, Any]:
+    return tally(trials).as_dict()
 
 
 def all_publishable(trials: Sequence[TrialReview]) -> bool:

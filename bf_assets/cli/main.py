@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
@@ -142,16 +143,14 @@ class _Progress:
 
 
 def _table(report: ReviewReport, out: BinaryIO) -> None:
-    rows = [("PATH", "OUTCOME", "VERDICT", "ATTRIBUTION", "FINDINGS")]
-    for t in report.trials:
-        blockers = sorted({f.check for f in t.findings if f.severity == "blocker"})
-        others = sorted({f.check for f in t.findings if f.severity != "blocker"} - set(blockers))
-        text = ", ".join(blockers) + (
-            (" | " if blockers else "") + ", ".join(others) if others else ""
-        )
-        rows.append((t.ref.rel_path, t.outcome, t.verdict, t.attribution, text or "-"))
-    widths = [min(60, max(len(r[i]) for r in rows)) for i in range(4)]
-    for r in rows:
+    """One row per trial, then the summary; the column widths are measured in a first pass
+    over the trials (no row is kept)."""
+    head = ("PATH", "OUTCOME", "VERDICT", "ATTRIBUTION", "FINDINGS")
+    widths = [len(h) for h in head[:4]]
+    for row in _rows(report):
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=False)]
+    widths = [min(60, w) for w in widths]
+    for r in itertools.chain([head], _rows(report)):
         cells = [r[i][-widths[i] :].ljust(widths[i]) for i in range(4)]
         _line(out, "  ".join(cells) + "  " + r[4])
     s = report.summary
@@ -164,6 +163,16 @@ def _table(report: ReviewReport, out: BinaryIO) -> None:
     for path, reason in report.skipped:
         _line(out, f"not a trial: {path} ({reason})")
     _line(out, f"release verdict: {s['release_verdict']}")
+
+
+def _rows(report: ReviewReport) -> Iterator[tuple[str, str, str, str, str]]:
+    for t in report.final_trials():
+        blockers = sorted({f.check for f in t.findings if f.severity == "blocker"})
+        others = sorted({f.check for f in t.findings if f.severity != "blocker"} - set(blockers))
+        text = ", ".join(blockers) + (
+            (" | " if blockers else "") + ", ".join(others) if others else ""
+        )
+        yield (t.ref.rel_path, t.outcome, t.verdict, t.attribution, text or "-")
 
 
 def _line(out: BinaryIO, text: str) -> None:
@@ -227,7 +236,9 @@ def _review(args: argparse.Namespace) -> int:
     from bf_assets.dataset import PlanError, QuarantineError
 
     try:
-        report = review_roots(args.paths, opts, progress=_Progress(sys.stderr), spill=args.json)
+        report = review_roots(
+            args.paths, opts, progress=_Progress(sys.stderr), spill=args.json, slim=True
+        )
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
     try:
@@ -239,9 +250,7 @@ def _review(args: argparse.Namespace) -> int:
 def _print_review(
     args: argparse.Namespace, report: ReviewReport, run_cache: RunCache | None, state: str | None
 ) -> int:
-    from bf_assets.batch.summary import all_publishable
-
-    code = EXIT_OK if all_publishable(report.trials) else EXIT_UNHEALTHY
+    code = EXIT_OK if report.all_publishable() else EXIT_UNHEALTHY
     spool = run_cache.spool() if run_cache else None
     try:
         from bf_assets.batch.runcache import Tee

@@ -290,13 +290,13 @@ def _probe_findings(
 
 def shared_lists(per_trial: dict[TrialKey, list[Finding]]) -> dict[TrialKey, list[Finding]]:
     """Each trial's findings sorted; equal lists are one list object (many trials of a task
-    share the same probe finding).  The lists are never written to."""
+    share the same probe finding).  The lists are never written to.  In place (a second map
+    of every trial would double the peak): returns ``per_trial``."""
     seen: dict[tuple[Finding, ...], list[Finding]] = {}
-    out: dict[TrialKey, list[Finding]] = {}
     for key, fs in per_trial.items():
         ordered = sort_findings(fs)
-        out[key] = seen.setdefault(tuple(ordered), ordered)
-    return out
+        per_trial[key] = seen.setdefault(tuple(ordered), ordered)
+    return per_trial
 
 
 def superseded_reason(row: SlotRow) -> str:
@@ -355,7 +355,7 @@ def compute_coverage(
             unplanned.append(trial_key(a))
             rows.append(SlotRow(c, i, UNPLANNED, trial_key(a), len(attempts), False, False))
 
-    trial_findings: dict[TrialKey, list[Finding]] = defaultdict(list)
+    trial_findings: dict[TrialKey, list[Finding]] = {}
     slot_of = {k: r for r in rows for k in r.superseded}
     by_row: dict[int, Finding] = {}  # one finding per slot row: its message is the row's
     for key in superseded:
@@ -363,16 +363,17 @@ def compute_coverage(
         dup = by_row.get(id(row))
         if dup is None:
             dup = by_row[id(row)] = finding("COVERAGE_DUPLICATE", superseded_reason(row))
-        trial_findings[key].append(dup)
+        trial_findings.setdefault(key, []).append(dup)
+    del slot_of, by_row  # one entry per superseded trial: not kept through the rest
     for key, why in stale.items():
-        trial_findings[key].append(finding("COVERAGE_STALE", why))
+        trial_findings.setdefault(key, []).append(finding("COVERAGE_STALE", why))
     dataset = [_slot_finding(r) for r in rows if r.state in (MISSING, UNHEALTHY)]
     probe_ds, probe_trials, oracle_tasks, noop_tasks = _probe_findings(
         reviews, model, oracle_rewards, noop_rewards
     )
     dataset.extend(probe_ds)
     for key, fs in probe_trials.items():
-        trial_findings[key].extend(fs)
+        trial_findings.setdefault(key, []).extend(fs)
 
     cov = Coverage(
         plan=plan,

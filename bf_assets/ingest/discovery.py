@@ -23,7 +23,7 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bf_assets.contract import Layout
@@ -47,14 +47,16 @@ TRAJECTORY_FILES = ("acp_trajectory.jsonl", "llm_trajectory.jsonl")
 _PEEK_LIMITS = ReadLimits(max_document_bytes=8 * 1024 * 1024)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TrialRef:
     """Where a trial is and what shape it has; cheap to pickle and to send to a worker.
 
-    ``root`` and ``path`` are the names to open; every other name is escaped for output."""
+    ``root`` and ``path`` are the names to open; every other name is escaped for output.
+    ``path`` is kept only when it is not ``root`` joined with ``rel_path`` (a name that is
+    not UTF-8, say): a review batch holds one ref per trial, and the path is the longest
+    of its names."""
 
     root: str  # the run root it was found under (absolute)
-    path: str  # the trial directory (absolute, as reached from the root)
     rel_path: str  # relative to the root, posix ('.' when the root is the trial), escaped
     job_key: (
         str  # stable job id (the Dagster partition key): the job dir relative to the root's parent
@@ -63,9 +65,55 @@ class TrialRef:
     rollout: str  # trial directory name (escaped)
     layout: str
     link_escape: bool = False  # the trial directory is a link that leaves the run root
+    own_path: str | None = None  # ``path`` when it is not the joined one
+
+    def __init__(
+        self,
+        root: str,
+        path: str,
+        rel_path: str,
+        job_key: str,
+        job: str,
+        rollout: str,
+        layout: str,
+        link_escape: bool = False,
+    ) -> None:
+        own = None if path == _joined(root, rel_path) else path
+        for name, value in (
+            ("root", root),
+            ("rel_path", rel_path),
+            ("job_key", job_key),
+            ("job", job),
+            ("rollout", rollout),
+            ("layout", layout),
+            ("link_escape", link_escape),
+            ("own_path", own),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def path(self) -> str:
+        """The trial directory (absolute, as reached from the root)."""
+        own = self.own_path
+        return own if own is not None else _joined(self.root, self.rel_path)
 
     def to_dict(self) -> dict[str, object]:
-        return asdict(self)
+        return {
+            "root": self.root,
+            "path": self.path,
+            "rel_path": self.rel_path,
+            "job_key": self.job_key,
+            "job": self.job,
+            "rollout": self.rollout,
+            "layout": self.layout,
+            "link_escape": self.link_escape,
+        }
+
+
+def _joined(root: str, rel_path: str) -> str:
+    if rel_path == ".":
+        return root
+    return (root if root.endswith("/") else root + "/") + rel_path
 
 
 @dataclass(slots=True)
