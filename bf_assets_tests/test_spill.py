@@ -5,6 +5,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from trialkit import quarantine_first_trial
 
 from bf_assets.batch.run import review_roots
 from bf_assets.review.options import ReviewOptions
@@ -18,22 +19,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _quarantine(corpus: Path, tmp_path: Path) -> Path:
-    job = sorted((corpus / "jobs").iterdir())[0]
-    trial = sorted(p for p in job.iterdir() if p.is_dir())[0]
-    q = tmp_path / "quarantine.yaml"
-    q.write_text(
-        f"- trial: {job.name}/{trial.name}\n  action: quarantine\n"
-        '  reason: "looked too good"\n  by: reviewer\n  at: 2026-11-03\n'
-    )
-    return q
-
-
 @pytest.mark.parametrize("workers", [1, 2])
 def test_spilled_output_equals_the_in_memory_review(
     corpus: Path, tmp_path: Path, workers: int
 ) -> None:
-    opts = ReviewOptions(workers=workers, quarantine_path=str(_quarantine(corpus, tmp_path)))
+    opts = ReviewOptions(
+        workers=workers, quarantine_path=str(quarantine_first_trial(corpus, tmp_path))
+    )
     full = review_roots([corpus / "jobs"], opts)
     slim = review_roots([corpus / "jobs"], opts, spill=True)
     try:

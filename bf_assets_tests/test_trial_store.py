@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from trialkit import quarantine_first_trial
 from upath import UPath
 
 from bf_assets.batch.run import review_refs
@@ -34,17 +35,6 @@ def reviews(corpus: Path) -> list:
     return review_refs(discover([corpus / "jobs"]).trials, ReviewOptions(workers=1))
 
 
-def _quarantine(corpus: Path, tmp_path: Path) -> str:
-    job = sorted((corpus / "jobs").iterdir())[0]
-    trial = sorted(p for p in job.iterdir() if p.is_dir())[0]
-    q = tmp_path / "quarantine.yaml"
-    q.write_text(
-        f"- trial: {job.name}/{trial.name}\n  action: quarantine\n"
-        '  reason: "looked too good"\n  by: reviewer\n  at: 2026-11-03\n'
-    )
-    return str(q)
-
-
 def _stored(reviews: list, tmp_path: Path, quarantine: str):
     writer = StoreWriter(tmp_path / "store")
     ds = assemble(writer.add_all(reviews), quarantine_path=quarantine)
@@ -55,7 +45,7 @@ def _stored(reviews: list, tmp_path: Path, quarantine: str):
 def test_stored_review_gives_the_whole_reviews_outputs(
     corpus: Path, reviews: list, tmp_path: Path
 ) -> None:
-    q = _quarantine(corpus, tmp_path)
+    q = str(quarantine_first_trial(corpus, tmp_path))
     full = assemble(reviews, quarantine_path=q)
     ds = _stored(reviews, tmp_path, q)
     # the dataset review changed some trials (coverage findings, the quarantine), so the
@@ -83,7 +73,7 @@ def test_stored_review_gives_the_whole_reviews_outputs(
 def test_a_pickled_review_reads_its_store_beside_the_pickle(
     corpus: Path, reviews: list, tmp_path: Path
 ) -> None:
-    ds = _stored(reviews, tmp_path, _quarantine(corpus, tmp_path))
+    ds = _stored(reviews, tmp_path, str(quarantine_first_trial(corpus, tmp_path)))
     want = [ds.trial_json(i) for i in range(len(ds.trials))]
     temp = ds.store.path
     manager = PickleUPathIOManager(base_path=UPath(tmp_path / "wh"))
@@ -96,7 +86,7 @@ def test_a_pickled_review_reads_its_store_beside_the_pickle(
     again = PickleUPathIOManager(base_path=UPath(tmp_path / "wh")).load_from_path(None, path)  # type: ignore[arg-type]
     assert [again.trial_json(i) for i in range(len(again.trials))] == want
     # a later review pickled at the same place replaces the old store file
-    ds2 = _stored(reviews, tmp_path, _quarantine(corpus, tmp_path))
+    ds2 = _stored(reviews, tmp_path, str(quarantine_first_trial(corpus, tmp_path)))
     manager.dump_to_path(None, ds2, path)  # type: ignore[arg-type]
     left = list(path.parent.glob("review_report.pickle.trials-*"))
     assert left == [path.parent / ds2.store.file_name(path.name)]

@@ -941,3 +941,16 @@ def deadline(seconds: int = 5) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def quarantine_first_trial(corpus: Path, out_dir: Path) -> Path:
+    """A quarantine file (YAML) that quarantines the first trial of the first job of a
+    generated corpus (``corpus/jobs/<job>/<trial>``)."""
+    job = sorted((corpus / "jobs").iterdir())[0]
+    trial = sorted(p for p in job.iterdir() if p.is_dir())[0]
+    q = out_dir / "quarantine.yaml"
+    q.write_text(
+        f"- trial: {job.name}/{trial.name}\n  action: quarantine\n"
+        '  reason: "looked too good"\n  by: reviewer\n  at: 2026-11-03\n'
+    )
+    return q
