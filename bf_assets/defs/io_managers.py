@@ -106,7 +106,7 @@ class PartitionTables(Mapping[str, pd.DataFrame]):
             sig = _local_signature(self._paths[key])
             if sig is None:
                 return None
-            out.append((key, "|".join(map(str, (self._paths[key], *sig)))))
+            out.append((key, _source_label(self._paths[key], sig)))
         return tuple(out)
 
 
@@ -144,15 +144,42 @@ def _temp_beside(path: UPath) -> UPath:
     return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
 
 
-def _local_signature(path: UPath) -> tuple[int, int, int] | None:
-    """``(mtime_ns, size, inode)`` of a local file; ``None`` for other filesystems."""
+def _local(path: UPath) -> Path | None:
+    """``path`` on this machine's filesystem; ``None`` for other filesystems."""
     if getattr(path, "protocol", "") not in ("", "file", "local"):
         return None
+    return Path(path.path)
+
+
+def _local_signature(path: UPath) -> tuple[int, int, int] | None:
+    """``(mtime_ns, size, inode)`` of a local file; ``None`` for other filesystems."""
+    local = _local(path)
+    if local is None:
+        return None
     try:
-        st = os.stat(path.path)
+        st = os.stat(local)
     except (OSError, TypeError, ValueError):
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _source_label(path: UPath, sig: tuple[int, int, int]) -> str:
+    """What ``SOURCE_ATTR`` says of a frame read from ``path`` in state ``sig``."""
+    return "|".join(map(str, (path, *sig)))
+
+
+def _read_frame(
+    path: UPath, columns: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, tuple[int, int, int] | None]:
+    """A Parquet file's table (only ``columns`` when given) labelled with where it was read
+    from (``SOURCE_ATTR``, local files only), and the file's signature."""
+    sig = _local_signature(path)
+    with path.open("rb") as fh:
+        df = pq.read_table(fh, columns=list(columns) if columns else None).to_pandas()
+    df.attrs.pop(SOURCE_ATTR, None)
+    if sig is not None:
+        df.attrs[SOURCE_ATTR] = _source_label(path, sig)
+    return df, sig
 
 
 def _split_by_partition(
@@ -205,20 +232,12 @@ class ParquetUPathIOManager(dg.UPathIOManager):
             if tmp.exists():
                 tmp.unlink()
 
-    def load_from_path(
-        self, context: dg.InputContext, path: UPath, keep: bool = True
-    ) -> pd.DataFrame:
-        sig = _local_signature(path)
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         hit = self._parsed.get(str(path))
-        if sig is not None and hit is not None and hit[0] == sig:
+        if hit is not None and hit[0] == _local_signature(path):
             return hit[1].copy(deep=False)
-        with path.open("rb") as fh:
-            df = pq.read_table(fh).to_pandas()
-        df.attrs.pop(SOURCE_ATTR, None)
+        df, sig = _read_frame(path)
         if sig is None:
-            return df
-        df.attrs[SOURCE_ATTR] = "|".join(map(str, (path, *sig)))
-        if not keep:
             return df
         self._parsed[str(path)] = (sig, df)
         return df.copy(deep=False)
@@ -265,16 +284,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         return super().load_input(context)
 
     def _tables(self, paths: Mapping[str, UPath]) -> PartitionTables:
-        def read(path: UPath, columns: Sequence[str] | None) -> pd.DataFrame:
-            with path.open("rb") as fh:
-                df = pq.read_table(fh, columns=list(columns) if columns else None).to_pandas()
-            df.attrs.pop(SOURCE_ATTR, None)
-            sig = _local_signature(path)
-            if sig is not None:
-                df.attrs[SOURCE_ATTR] = "|".join(map(str, (path, *sig)))
-            return df
-
-        return PartitionTables(paths, read)
+        return PartitionTables(paths, lambda path, columns: _read_frame(path, columns)[0])
 
     def load_partitions(self, context: dg.InputContext) -> Any:
         """Every requested partition, one debug line for all of them (the base class logs an
@@ -288,7 +298,6 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         # a ``dict`` parameter takes whatever partitions exist (every registered job that has
         # a table); a frame parameter needs every partition it asked for
         allow_missing = bool(meta.get("allow_missing_partitions", False)) or _wants_dict(context)
-        keep = bool(meta.get("keep_parsed", True))  # False: read once, not kept for the run
         if _is_tables_type(context.dagster_type.typing_type):  # read on demand, by the step
             found = {}
             for key in keys:
@@ -301,7 +310,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         out: dict[str, pd.DataFrame] = {}
         for key in keys:
             try:
-                out[key] = self.load_from_path(context=context, path=paths[key], keep=keep)
+                out[key] = self.load_from_path(context=context, path=paths[key])
             except FileNotFoundError:
                 if not allow_missing:
                     raise
@@ -373,12 +382,6 @@ class PickleUPathIOManager(dg.UPathIOManager):
 def _store_of(obj: Any) -> TrialStore | None:
     store = getattr(obj, "store", None)
     return store if isinstance(store, TrialStore) else None
-
-
-def _local(path: UPath) -> Path | None:
-    if getattr(path, "protocol", "") not in ("", "file", "local"):
-        return None
-    return Path(path.path)
 
 
 def _place_store(store: TrialStore, path: UPath) -> None:
