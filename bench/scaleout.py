@@ -52,7 +52,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = Path("/work/corpora/trials-100000")
 PROFILE = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
 QUICK_TRIALS = 310  # four jobs (100, 100, 100, 10): two ranges of two partitions
-SHARED_QUEUE = "dagster"
+SHARED_QUEUE = "dagster"  # bf_assets.defs.executors.CELERY_SHARED_QUEUE (imported lazily)
 WORKERS = ("bf-w1", "bf-w2")
 SESSION_TAG = "bf/scaleout"
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -316,22 +316,9 @@ class Worker:
 
 def start_worker(name: str, env: Mapping[str, str], work: Path) -> Worker:
     queue = f"{name}-only"
-    argv = [
-        python(),
-        "-m",
-        "celery",
-        "-A",
-        "dagster_celery.app",
-        "worker",
-        "--pool=solo",  # one task at a time, in the worker's own process (its pid is the proof)
-        "--loglevel=INFO",
-        f"--hostname={name}@%h",
-        f"--queues={SHARED_QUEUE},{queue}",
-        "--prefetch-multiplier=1",
-        "--without-mingle",
-        "--without-gossip",
-        "--without-heartbeat",
-    ]
+    from bf_assets.defs.executors import celery_worker_argv
+
+    argv = celery_worker_argv(python(), name, queue)
     return Worker(name, queue, Child(argv, env, work, work / f"{name}.log"))
 
 

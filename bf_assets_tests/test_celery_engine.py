@@ -47,7 +47,14 @@ from enginekit import (
     resource_config,
 )
 
-from bf_assets.defs.executors import DEFAULT_CELERY_BROKER, select_executor
+from bf_assets.defs.executors import (
+    CELERY_SHARED_QUEUE as SHARED_QUEUE,
+)
+from bf_assets.defs.executors import (
+    DEFAULT_CELERY_BROKER,
+    celery_worker_argv,
+    select_executor,
+)
 from bf_assets.defs.partitions import job_partitions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout
@@ -59,7 +66,6 @@ REDIS_HOST = os.environ.get("BF_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("BF_TEST_REDIS_PORT", "6379"))
 STEPS = {"ingest_trials"}  # at least this step (raw_trials … trial_audits; the graph may grow)
 WORKER_NAMES = ("bf-w1", "bf-w2")
-SHARED_QUEUE = "dagster"
 WORKER_START_TIMEOUT_S = 45.0
 WORKER_STOP_TIMEOUT_S = 10.0
 RUN_TIMEOUT_S = 90.0
@@ -188,22 +194,7 @@ class Worker:
 def start_worker(name: str, base: Path, env: Mapping[str, str]) -> Worker:
     queue = f"{name}-only"
     log = base / f"{name}.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "dagster_celery.app",
-        "worker",
-        "--pool=solo",
-        "--loglevel=INFO",
-        f"--hostname={name}@%h",
-        f"--queues={SHARED_QUEUE},{queue}",
-        "--prefetch-multiplier=1",
-        "--without-mingle",
-        "--without-gossip",
-        "--without-heartbeat",
-    ]
+    cmd = celery_worker_argv(sys.executable, name, queue)
     with log.open("wb") as out:
         proc = subprocess.Popen(
             cmd,

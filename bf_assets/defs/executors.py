@@ -47,6 +47,31 @@ def celery_urls() -> tuple[str, str]:
     return broker, backend
 
 
+CELERY_SHARED_QUEUE = "dagster"  # dagster-celery's default queue: every worker takes it
+
+
+def celery_worker_argv(python: str, name: str, queue: str) -> list[str]:
+    """The command line of one ``dagster-celery`` worker named ``name`` that takes the shared
+    queue and its own ``queue``: one task at a time in the worker's own process (its pid is
+    the proof of where a step ran), no prefetching, no chatter between workers."""
+    return [
+        python,
+        "-m",
+        "celery",
+        "-A",
+        "dagster_celery.app",
+        "worker",
+        "--pool=solo",
+        "--loglevel=INFO",
+        f"--hostname={name}@%h",
+        f"--queues={CELERY_SHARED_QUEUE},{queue}",
+        "--prefetch-multiplier=1",
+        "--without-mingle",
+        "--without-gossip",
+        "--without-heartbeat",
+    ]
+
+
 def celery_executor_def() -> dg.ExecutorDefinition:
     """``dagster_celery.celery_executor`` with the broker and backend of the environment as
     defaults; ``include`` and ``config_source`` stay settable per run."""
