@@ -80,3 +80,39 @@ def test_a_prefetch_of_other_trials_or_options_is_not_used(
 
 def _fields(opts: ReviewOptions) -> dict[str, object]:
     return {name: getattr(opts, name) for name in ReviewOptions.__slots__}
+
+
+def test_queued_batches_start_one_at_a_time_as_each_is_collected(
+    refs: list[TrialRef], small_batches: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
+    third = len(refs) // 3
+    a, b, c = refs[:third], refs[third : 2 * third], refs[2 * third :]
+    started: list[int] = []
+    real_start = inventory._start
+    monkeypatch.setattr(
+        inventory, "_start", lambda r, o, w: started.append(len(r)) or real_start(r, o, w)
+    )
+    try:
+        inventory.prefetch(a, opts)
+        inventory.queue_prefetch([b, c], opts)
+        assert started == [len(a)]  # b waits for a to be collected: one batch in flight
+        _assert_same_as_two_reads(a, opts, inventory.review_with_inventory(a, opts))
+        assert started == [len(a), len(b)]
+        # a run of other trials reads them itself, drops b and starts the next in line, c
+        other = inventory.review_with_inventory(b[1:], opts)
+        _assert_same_as_two_reads(b[1:], opts, other)
+        assert started == [len(a), len(b), len(b) - 1, len(c)]
+        _assert_same_as_two_reads(c, opts, inventory.review_with_inventory(c, opts))
+        assert started == [len(a), len(b), len(b) - 1, len(c)]  # c collected, not read again
+        assert inventory._PENDING is None and not inventory._QUEUED
+    finally:
+        inventory.cancel_prefetch()
+
+
+def test_cancelling_a_prefetch_drops_its_queue(refs: list[TrialRef], small_batches: None) -> None:
+    opts = ReviewOptions(workers=2)
+    inventory.prefetch(refs[:20], opts)
+    inventory.queue_prefetch([refs[20:40]], opts)
+    inventory.cancel_prefetch()
+    assert inventory._PENDING is None and not inventory._QUEUED

@@ -9,11 +9,15 @@ worker processes, like ``review_refs``.
 ``prefetch`` starts such a batch in worker processes and returns at once; the next
 ``review_with_inventory`` call with the same trials and options collects it instead of
 starting over (``bf-assets release`` starts the review before Dagster is even imported).
+``queue_prefetch`` lines up the batches of the runs after it: each one starts when the batch
+before it has been collected, so the workers review the next run's trials while this process
+writes the tables and events of the current one (one batch in flight at a time).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -83,26 +87,64 @@ def _start(refs: Sequence[TrialRef], opts: ReviewOptions, workers: int) -> _Batc
 
 
 _PENDING: _Batch | None = None
+_QUEUED: deque[tuple[list[TrialRef], ReviewOptions]] = deque()
 _LOCK = threading.Lock()
 
 
 def prefetch(refs: Sequence[TrialRef], options: ReviewOptions | None = None) -> None:
     """Start reviewing ``refs`` in worker processes and return at once (nothing for a batch
     too small to be spread); the next :func:`review_with_inventory` of the same trials and
-    options collects it.  Replaces (and cancels) an earlier prefetch."""
-    global _PENDING
-    opts = options or ReviewOptions()
-    workers = worker_count(len(refs), opts)
+    options collects it.  Replaces (and cancels) an earlier prefetch and its queue."""
     cancel_prefetch()
+    _launch(list(refs), options or ReviewOptions())
+
+
+def queue_prefetch(
+    batches: Sequence[Sequence[TrialRef]], options: ReviewOptions | None = None
+) -> None:
+    """Line up ``batches`` (the trials of the runs to come, in order) behind the current
+    prefetch: each is started when the batch before it is collected (at once when nothing is
+    in flight)."""
+    opts = options or ReviewOptions()
+    with _LOCK:
+        _QUEUED.extend((list(b), opts) for b in batches if b)
+        idle = _PENDING is None
+    if idle:
+        _start_next()
+
+
+def _launch(refs: list[TrialRef], opts: ReviewOptions) -> None:
+    global _PENDING
+    workers = worker_count(len(refs), opts)
     if workers <= 1:
-        return
+        return  # too small to spread: its run reads it itself
     batch = _start(refs, opts, workers)
     with _LOCK:
-        _PENDING = batch
+        stale, _PENDING = _PENDING, batch
+    if stale is not None:
+        stale.cancel()
+
+
+def _start_next() -> None:
+    """The next queued batch, started in the workers (none when the queue is empty)."""
+    with _LOCK:
+        nxt = _QUEUED.popleft() if _QUEUED else None
+    if nxt is not None:
+        _launch(*nxt)
 
 
 def cancel_prefetch() -> None:
-    """Drop a prefetch nobody collected (its queued work is cancelled)."""
+    """Drop a prefetch nobody collected (its queued work is cancelled) and the queue."""
+    global _PENDING
+    with _LOCK:
+        batch, _PENDING = _PENDING, None
+        _QUEUED.clear()
+    if batch is not None:
+        batch.cancel()
+
+
+def _drop_pending() -> None:
+    """Cancel the batch in flight (it was for other trials), keeping the queue."""
     global _PENDING
     with _LOCK:
         batch, _PENDING = _PENDING, None
@@ -128,12 +170,14 @@ def review_with_inventory(
     opts = options or ReviewOptions()
     batch = _take(refs, opts)
     if batch is None:
-        cancel_prefetch()  # another batch: free its workers
+        _drop_pending()  # another batch: free its workers
         workers = worker_count(len(refs), opts)
         if workers <= 1:
             clear_path_cache()
             pairs = _chunk(refs, opts)
-            return [r for r, _ in pairs], frame([raw for _, raw in pairs], RAW_COLUMNS)
-        batch = _start(refs, opts, workers)
-    pairs = batch.collect()
+        else:
+            pairs = _start(refs, opts, workers).collect()
+    else:
+        pairs = batch.collect()
+    _start_next()  # the next run's trials, reviewed while this run writes its tables
     return [r for r, _ in pairs], frame([raw for _, raw in pairs], RAW_COLUMNS)

@@ -29,9 +29,10 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.inventory import cancel_prefetch, prefetch
+from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.reportfiles import REPORT_MD
-from bf_assets.ingest.discovery import discover_trials
+from bf_assets.ingest.discovery import TrialRef, discover_trials
+from bf_assets.ingest.pinned import pinned_discovery
 from bf_assets.publish.local import check_targets, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
@@ -211,31 +212,30 @@ def run_release(
         _waiting_lock(_warehouse_lock(roots), "over the same run roots"),
         _waiting_lock(_hub_lock(hub_repo), f"to {hub_repo}") if hub_repo else nullcontext(),
     ):
-        # The trials are read and reviewed in worker processes while Dagster starts; the
-        # ingest run collects that batch when its trials and options are the same.
+        # The roots are walked once: every ingest run takes its trials from this walk.  The
+        # trials are read and reviewed in worker processes while Dagster starts; the ingest
+        # run collects that batch when its trials and options are the same.
         trials = discover_trials(roots)
         sizes = Counter(t.job_key for t in trials)
         keys = sorted(sizes)
+        options = ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
         # the first ingest run's trials (the partition order of a new instance is this
         # sorted order; a mismatch only means the first run reads its trials itself)
         first = partition_blocks(keys, keys, sizes, ingest_run_trials())[:1]
-        wanted = set(first[0]) if first else set()
-        prefetch(
-            [t for t in trials if t.job_key in wanted],
-            ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine),
-        )
+        prefetch(_block_trials(trials, first[0]) if first else [], options)
         try:
-            return _release(
-                roots,
-                keys,
-                sizes,
-                str(out),
-                hub_repo,
-                tasks=tasks,
-                plan=plan,
-                quarantine=quarantine,
-                staging_dir=staging_dir,
-            )
+            with pinned_discovery(roots, trials):
+                return _release(
+                    roots,
+                    trials,
+                    options,
+                    str(out),
+                    hub_repo,
+                    tasks=tasks,
+                    plan=plan,
+                    quarantine=quarantine,
+                    staging_dir=staging_dir,
+                )
         finally:
             cancel_prefetch()
 
@@ -263,18 +263,29 @@ def _waiting_lock(path: Path, what: str) -> Iterator[None]:
         yield
 
 
+def _block_trials(trials: Sequence[TrialRef], block: Sequence[str]) -> list[TrialRef]:
+    """The trials of one ingest run's partitions, in the order the run reads them."""
+    wanted = set(block)
+    return [t for t in trials if t.job_key in wanted]
+
+
 def _ingest(
     job: Any,
     instance: Any,
     order: Sequence[str],
-    keys: Sequence[str],
-    sizes: Mapping[str, int] | None = None,
+    trials: Sequence[TrialRef],
+    options: ReviewOptions,
 ) -> tuple[list[str], list[str]]:
-    """Run ``ingest_job`` over ``keys`` (one run per block of consecutive partitions of at
-    most :func:`ingest_run_trials` trials); the keys of the runs that failed, and why."""
+    """Run ``ingest_job`` over the partitions of ``trials`` (one run per block of consecutive
+    partitions of at most :func:`ingest_run_trials` trials; each run's trials are reviewed in
+    the workers while the run before it writes its tables); the keys of the runs that
+    failed, and why."""
+    sizes = Counter(t.job_key for t in trials)
+    blocks = partition_blocks(order, sorted(sizes), sizes, ingest_run_trials())
+    queue_prefetch([_block_trials(trials, b) for b in blocks[1:]], options)
     failed: list[str] = []
     why: list[str] = []
-    for block in partition_blocks(order, keys, sizes, ingest_run_trials()):
+    for block in blocks:
         res = job.execute_in_process(
             instance=instance,
             raise_on_error=False,
@@ -290,8 +301,8 @@ def _ingest(
 
 def _release(
     roots: list[str],
-    keys: list[str],
-    sizes: Mapping[str, int],
+    trials: Sequence[TrialRef],
+    options: ReviewOptions,
     out_dir: str | None,
     hub_repo: str | None,
     *,
@@ -330,11 +341,12 @@ def _release(
     )
     instance = dg.DagsterInstance.get()
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
+    keys = sorted({t.job_key for t in trials})
     new = [k for k in keys if k not in known]
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, keys, sizes)
+    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, trials, options)
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:

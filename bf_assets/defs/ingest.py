@@ -26,7 +26,8 @@ from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schem
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.ingest.discovery import discover_trials, group_jobs
+from bf_assets.ingest.discovery import group_jobs
+from bf_assets.ingest.pinned import trials_of_jobs
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
@@ -227,8 +228,7 @@ def ingest_trials(
     (the gate and every audit) and its tables: validated trials, findings, the skill audit
     and the audit findings."""
     keys = list(context.partition_keys)
-    wanted = set(keys)
-    refs = [t for t in discover_trials(run_roots.roots) if t.job_key in wanted]
+    refs = trials_of_jobs(run_roots.roots, keys)
     found = {t.job_key for t in refs}
     for k in keys:
         if k not in found:
@@ -249,6 +249,7 @@ def ingest_trials(
             "trial_audits": audits,
         }
     meta = _partition_meta(keys, selected, tables, reviews)
+    reviews = None  # the next run's reviews may be arriving: hold only the tables
     for job in group_jobs(refs):  # what the sensor compares a job directory against
         if RAW in meta and job.key in meta[RAW]:
             meta[RAW][job.key][JOB_FINGERPRINT] = dg.MetadataValue.text(job.fingerprint)
