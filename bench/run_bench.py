@@ -756,14 +756,24 @@ class Tools:
         home = run_dir / "dagster_home"
         out = run_dir / "out"
         cache = run_dir / "cache"
+        # A warehouse of its own: every release run starts cold (no tables, pickles or trial
+        # pages of an earlier run to reuse), like the review it is compared with.
+        warehouse = run_dir / "warehouse"
         template = self.instance_template()
         if template is not None:
             shutil.copytree(template, home)
-        for d in (home, out, cache):
+        for d in (home, out, cache, warehouse):
             d.mkdir(exist_ok=True)
         values = {"jobs": str(corpus.jobs), "corpus": str(corpus.root), "out": str(out)}
         argv = [a.format(**values) for a in self.release_template]
-        env = _child_env({"DAGSTER_HOME": str(home), "XDG_CACHE_HOME": str(cache)})
+        env = _child_env(
+            {
+                "DAGSTER_HOME": str(home),
+                "XDG_CACHE_HOME": str(cache),
+                "BF_WAREHOUSE": str(warehouse),
+                "BF_STAGING_DIR": str(run_dir / "staging"),
+            }
+        )
         return Invocation(argv, env, run_dir, [run_dir])
 
 
