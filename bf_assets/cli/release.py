@@ -355,9 +355,16 @@ def _release(
             f"ingest failed for job(s) {', '.join(failed)}: {reasons or 'see the run log'}"
         )
         return result
-    res = defs.resolve_job_def("release_job").execute_in_process(
-        instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
-    )
+    from bf_assets.defs.pages import PAGES_SUBDIR
+    from bf_assets.defs.resources import local_warehouse
+    from bf_assets.pages.early import pages_alongside
+
+    pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
+    # the trial pages are made in the background while curation and the checks run
+    with pages_alongside(pages, pages.parent / "review.md"):
+        res = defs.resolve_job_def("release_job").execute_in_process(
+            instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
+        )
     outcome = _release_outcome(res)
     if outcome["status"] != PUBLISHED:  # nothing was published: the report is where it was made
         where = outcome.get("bundle") or None

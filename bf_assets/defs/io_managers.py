@@ -40,6 +40,7 @@ from upath import UPath
 
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 from bf_assets.defs.metadata import add_partition_metadata
+from bf_assets.pages import early as early_pages
 
 PARTITION_COLUMN = "job"
 # ``DataFrame.attrs`` key of a loaded frame: which file, in which state, it was parsed from
@@ -363,6 +364,7 @@ class PickleUPathIOManager(dg.UPathIOManager):
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}
+            early_pages.offer(obj)  # a one-process release: its pages start now
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)

@@ -1,0 +1,122 @@
+"""Trial pages rendered while the rest of a one-process release goes on.
+
+In ``bf-assets release`` every step of the release job runs in one process, one after the
+other; the trial pages need only the dataset review, yet would wait for curation and the
+publish checks, which keep one core busy and leave the other idle.  Inside
+:func:`pages_alongside` the first dataset review persisted by the warehouse IO manager
+(:func:`offer`) starts :func:`bf_assets.pages.site.write_pages` in a forked process of its own
+(which spreads the pages over its workers as usual); the ``trial_pages`` step then collects
+that result (:func:`collect`) instead of rendering the pages again.  Outside it (the UI, a
+schedule: every step its own process) nothing starts in the background and ``trial_pages``
+renders the pages itself.  A background render that failed, or was for another review or
+folder, is never used: the step renders itself and reports what it did.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.pages.site import PagesResult, write_pages
+
+
+@dataclass(slots=True)
+class _Target:
+    out: Path
+    report: Path
+
+
+@dataclass(slots=True)
+class _Render:
+    review: int  # id() of the dataset review it renders
+    target: _Target
+    proc: Any  # multiprocessing.Process
+    conn: Connection
+
+
+_TARGET: list[_Target] = []
+_RUNNING: list[_Render] = []
+
+
+@contextmanager
+def pages_alongside(
+    out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
+) -> Iterator[None]:
+    """Within the block, the pages of the dataset review (into ``out_dir``, linking the
+    report ``report`` when it exists) start as soon as the review is persisted; a render
+    nobody collected is stopped on exit."""
+    _TARGET[:] = [_Target(Path(out_dir), Path(report))]
+    try:
+        yield
+    finally:
+        _TARGET.clear()
+        _stop()
+
+
+def offer(ds: Any) -> bool:
+    """Start the pages of ``ds`` in the background when a release allows it and none is
+    running; True when started."""
+    if not _TARGET or _RUNNING or not isinstance(ds, DatasetReview):
+        return False
+    target = _TARGET[0]
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_render, args=(ds, target, child), daemon=False)
+    proc.start()
+    child.close()
+    _RUNNING.append(_Render(id(ds), target, proc, parent))
+    return True
+
+
+def _render(ds: DatasetReview, target: _Target, conn: Connection) -> None:
+    os.setpgid(0, 0)  # its page workers go with it when it is stopped
+    try:
+        report = target.report if target.report.is_file() else None
+        res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report))
+    except BaseException as exc:  # noqa: BLE001 (told to the collector, who renders itself)
+        res = ("error", f"{type(exc).__name__}: {exc}")
+    conn.send(res)
+    conn.close()
+
+
+def collect(
+    ds: Any, out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
+) -> PagesResult | None:
+    """The background pages of ``ds`` into ``out_dir``, once written; None when there are
+    none (or they were for another review or folder, or failed): then render them."""
+    if not _RUNNING:
+        return None
+    run = _RUNNING[0]
+    if run.review != id(ds) or run.target != _Target(Path(out_dir), Path(report)):
+        _stop()
+        return None
+    _RUNNING.clear()
+    try:
+        status, value = run.conn.recv()
+    except (EOFError, OSError):
+        status, value = "error", "the background render ended without a result"
+    finally:
+        run.conn.close()
+        run.proc.join()
+    return value if status == "ok" else None
+
+
+def _stop() -> None:
+    """Stop a background render nobody will collect (its page workers too)."""
+    while _RUNNING:
+        run = _RUNNING.pop()
+        run.conn.close()
+        if run.proc.is_alive():
+            try:
+                os.killpg(run.proc.pid, signal.SIGTERM)
+            except OSError:
+                run.proc.terminate()
+        run.proc.join()

@@ -1,0 +1,99 @@
+"""The trial pages of a one-process release are made in the background while curation and
+the publish checks run (``bf_assets.pages.early``): the same bytes as rendering them in the
+step, and never a render of another review or a failed one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bf_assets.batch.run import review_refs
+from bf_assets.cli.main import main
+from bf_assets.dataset.assemble import DatasetReview, assemble
+from bf_assets.defs import pages as pages_asset
+from bf_assets.ingest.discovery import discover_trials
+from bf_assets.pages import early
+from bf_assets.pages.site import write_pages
+from bf_assets.review.options import ReviewOptions
+from bf_assets.sample.generator import generate_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("early")
+    generate_corpus(root, 40, seed=11)
+    return root
+
+
+def _dataset(corpus: Path) -> DatasetReview:
+    refs = discover_trials([corpus / "jobs"])
+    return assemble(review_refs(refs, ReviewOptions(tasks_dir=str(corpus / "tasks"))))
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_background_pages_are_the_pages_the_step_would_write(corpus: Path, tmp_path: Path) -> None:
+    ds = _dataset(corpus)
+    report = tmp_path / "review.md"
+    report.write_text("# report\n")
+    assert not early.offer(ds)  # outside a release that allows it: nothing starts
+    with early.pages_alongside(tmp_path / "a", report):
+        assert early.offer(ds)
+        assert not early.offer(ds)  # one at a time
+        got = early.collect(ds, tmp_path / "a", report)
+    assert got is not None and len(got.pages) == len(ds.trials) == 40
+    want = write_pages(ds, tmp_path / "b", report=report)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert (got.bytes, got.largest) == (want.bytes, want.largest)
+
+
+def test_a_render_of_another_review_or_folder_is_stopped_not_used(
+    corpus: Path, tmp_path: Path
+) -> None:
+    ds, other = _dataset(corpus), _dataset(corpus)
+    report = tmp_path / "review.md"
+    with early.pages_alongside(tmp_path / "a", report):
+        assert early.offer(ds)
+        assert early.collect(other, tmp_path / "a", report) is None
+        assert not early._RUNNING
+        assert early.offer(ds)
+        assert early.collect(ds, tmp_path / "elsewhere", report) is None
+        assert early.offer(ds)
+    assert not early._RUNNING  # the block stopped the render nobody collected
+
+
+def test_a_failed_background_render_is_not_used(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ds = _dataset(corpus)
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(early, "write_pages", broken)
+    with early.pages_alongside(tmp_path / "a", tmp_path / "review.md"):
+        assert early.offer(ds)
+        assert early.collect(ds, tmp_path / "a", tmp_path / "review.md") is None
+
+
+def test_a_release_collects_its_pages_from_the_background(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, sub in (("DAGSTER_HOME", "home"), ("BF_WAREHOUSE", "wh"), ("BF_STAGING_DIR", "st")):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+    in_step: list[object] = []
+    real = pages_asset.write_pages
+    monkeypatch.setattr(
+        pages_asset, "write_pages", lambda *a, **k: in_step.append(a) or real(*a, **k)
+    )
+    out = tmp_path / "out"
+    argv = ["release", "--runs", str(corpus / "jobs"), "--tasks", str(corpus / "tasks")]
+    assert main([*argv, "--out", str(out)]) in (0, 3)
+    assert in_step == []  # the step collected the background's pages
+    (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
+    assert len(list((pages / "trials").glob("*.html"))) == 40
+    assert (pages / "index.html").is_file()
