@@ -135,12 +135,9 @@ def _start_next() -> None:
 
 def cancel_prefetch() -> None:
     """Drop a prefetch nobody collected (its queued work is cancelled) and the queue."""
-    global _PENDING
     with _LOCK:
-        batch, _PENDING = _PENDING, None
         _QUEUED.clear()
-    if batch is not None:
-        batch.cancel()
+    _drop_pending()
 
 
 def _drop_pending() -> None:
