@@ -267,7 +267,8 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
     """The real path to open and its size, or an issue: absent, special, or a link leaving
     ``root``.  Strings all the way (the hot path of every read)."""
     sp = os.fspath(path)
-    name = escape_name(os.path.basename(sp))
+    cut = sp.rfind("/") + 1  # posixpath.split, inlined (every read of a trial comes here)
+    name = escape_name(sp[cut:])
     try:
         st = os.lstat(sp)
     except FileNotFoundError:
@@ -283,11 +284,14 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
         if link:
             real_s = os.path.realpath(sp)
         else:
-            real_s = os.path.join(_real_dir(os.path.dirname(sp)), name)
+            head = sp[:cut]
+            if head and head != "/" * len(head):
+                head = head.rstrip("/")
+            real_s = os.path.join(_real_dir(head), name)
         real_root = _real_dir(os.fspath(root))
     except OSError as exc:
         return Resolved(None, 0, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {name}: {exc}"))
-    if real_s != real_root and not real_s.startswith(real_root.rstrip(os.sep) + os.sep):
+    if real_s != real_root and not real_s.startswith(_inside(real_root)):
         return Resolved(
             None,
             0,
@@ -307,6 +311,19 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
             ReadIssue(IssueKind.SPECIAL_FILE, f"{name} is not a regular file; not opened"),
         )
     return Resolved(real_s, st.st_size, None)
+
+
+_INSIDE: dict[str, str] = {}
+
+
+def _inside(real_root: str) -> str:
+    """What every path inside ``real_root`` starts with (kept per root)."""
+    prefix = _INSIDE.get(real_root)
+    if prefix is None:
+        if len(_INSIDE) >= _REAL_DIRS_MAX:
+            _INSIDE.clear()
+        prefix = _INSIDE[real_root] = real_root.rstrip(os.sep) + os.sep
+    return prefix
 
 
 def file_exists(path: Path) -> bool:
@@ -536,15 +553,21 @@ def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     got = 0
     want = min(size_hint + 1, limit)
-    with open(real, "rb", buffering=0) as fh:
+    fd = os.open(real, _READ_FLAGS)  # a descriptor, no file object: the hot path of a read
+    try:
         while got < limit:
-            chunk = fh.read(min(want, limit - got))
+            chunk = os.read(fd, min(want, limit - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
             want = MiB  # past the stat size: keep going in 1 MiB reads
+    finally:
+        os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def _count_lines(data: bytes) -> int:
