@@ -33,7 +33,7 @@ from bf_assets.ingest.layout import (
     is_harbor_job_result,
     layout_of_result,
 )
-from bf_assets.ingest.readers import ReadLimits, escape_name, read_document
+from bf_assets.ingest.readers import READ_FLAGS, ReadLimits, escape_name, read_document
 
 # Sub-directories of a trial that hold its artifacts; never searched for nested trials
 # (an agent can write anything, including a ``result.json``, under ``artifacts/``).
@@ -153,8 +153,11 @@ def _sniff_production(path: str) -> bool:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
             return False  # links and special files go through the checked reader
-        with open(path, "rb", buffering=0) as fh:
-            head = fh.read(512)
+        fd = os.open(path, READ_FLAGS)
+        try:
+            head = os.read(fd, 512)
+        finally:
+            os.close(fd)
     except OSError:
         return False
     return bool(_PRODUCTION_HEAD.match(head))

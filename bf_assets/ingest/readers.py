@@ -546,6 +546,10 @@ def read_document(
     return doc
 
 
+# How a file is opened to be read: a descriptor (no file object), closed on exec.
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
 def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     """At most ``limit`` bytes of a file, through an unbuffered read sized by ``size_hint``
     (its stat size): no buffer of ``limit`` bytes is allocated for a small file, and a file
@@ -553,7 +557,7 @@ def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     got = 0
     want = min(size_hint + 1, limit)
-    fd = os.open(real, _READ_FLAGS)  # a descriptor, no file object: the hot path of a read
+    fd = os.open(real, READ_FLAGS)  # a descriptor, no file object: the hot path of a read
     try:
         while got < limit:
             chunk = os.read(fd, min(want, limit - got))
@@ -565,9 +569,6 @@ def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     finally:
         os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 def _count_lines(data: bytes) -> int:
