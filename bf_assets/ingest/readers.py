@@ -155,7 +155,8 @@ def _real_dir(d: str) -> str:
     hit = _REAL_DIRS.get(d)
     if hit is not None:
         return hit
-    names: list[str] = []  # plain (non-link) components below the nearest resolved parent
+    # plain (non-link) directories below the nearest resolved parent, with their names
+    below: list[tuple[str, str]] = []
     cur = d
     while True:
         parent, name = os.path.split(cur)
@@ -169,16 +170,20 @@ def _real_dir(d: str) -> str:
         if is_link:
             base = os.path.realpath(cur)
             break
-        names.append(name)
+        below.append((cur, name))
         cached = _REAL_DIRS.get(parent)
         if cached is not None:
             base = cached
             break
         cur = parent
-    real = os.path.join(base, *reversed(names)) if names else base
-    if len(_REAL_DIRS) >= _REAL_DIRS_MAX:
+    if len(_REAL_DIRS) + len(below) + 1 > _REAL_DIRS_MAX:
         _REAL_DIRS.clear()
-    _REAL_DIRS[d] = real
+    real = base
+    if not below:
+        _REAL_DIRS[d] = real
+    for path, name in reversed(below):  # each one resolved on the way is kept too (the
+        real = os.path.join(real, name)  # job directory of the next trial, say)
+        _REAL_DIRS[path] = real
     return real
 
 
@@ -560,11 +565,14 @@ def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     fd = os.open(real, READ_FLAGS)  # a descriptor, no file object: the hot path of a read
     try:
         while got < limit:
-            chunk = os.read(fd, min(want, limit - got))
+            ask = min(want, limit - got)
+            chunk = os.read(fd, ask)
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < ask:  # a short read of a regular file: its end
+                break
             want = MiB  # past the stat size: keep going in 1 MiB reads
     finally:
         os.close(fd)
