@@ -15,7 +15,6 @@ are shown through :func:`escape_name` in every message.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 import os
@@ -651,7 +650,7 @@ def iter_jsonl(
         # read in BLOCK-sized calls.
         small = read_upto(real, size, SMALL_JSONL + 1) if size <= SMALL_JSONL else None
         if small is not None and len(small) <= SMALL_JSONL:
-            yield from _jsonl_lines(io.BytesIO(small), digest, state, cap, limits, parse)
+            yield from _memory_lines(small, digest, state, cap, limits, parse)
         else:  # big, or grew past the small size since its stat
             with open(real, "rb", buffering=0) as fh:
                 yield from _jsonl_lines(fh, digest, state, cap, limits, parse)
@@ -738,6 +737,47 @@ def _jsonl_lines(
         yield JsonlLine(lineno, value, length, issues)
     state.stats.size = base + len(buf)
     state.stats.lines = lineno + (line_start < base + len(buf))
+
+
+def _memory_lines(
+    data: bytes, digest: Any, state: JsonlFile, cap: int, limits: ReadLimits, parse: LineParse
+) -> Iterator[JsonlLine]:
+    """:func:`_jsonl_lines` for a file read whole (at most one :data:`BLOCK`): the same
+    lines, line numbers, lengths, issues, digest and stats, taken from ``data``."""
+    digest.update(data)
+    size = len(data)
+    lineno = 0  # physical lines finished
+    pos = 0
+    line_start = 0  # where the current physical line starts
+    while True:
+        m = CONTENT.search(data, pos)
+        if m is None:  # the rest is whitespace
+            n = data.count(b"\n", pos)
+            if n:
+                lineno += n
+                line_start = data.rfind(b"\n", pos) + 1
+            break
+        j = m.start()
+        n = data.count(b"\n", pos, j)
+        if n:
+            lineno += n
+            line_start = data.rfind(b"\n", pos, j) + 1
+        lineno += 1
+        e = data.find(b"\n", j)
+        end, nl = (e, 1) if e >= 0 else (size, 0)
+        length = end + nl - line_start
+        pos = line_start = end + nl
+        if length > cap:
+            msg = f"line of {length} bytes is over the {_cap_text(cap)} line cap"
+            yield JsonlLine(lineno, None, length, [ReadIssue(IssueKind.LINE_TOO_LONG, msg, lineno)])
+            continue
+        body = data[j:end].rstrip()
+        value, issues = parse(body, limits)
+        if issues:
+            issues = [ReadIssue(i.kind, i.message, lineno, _excerpt(body)) for i in issues]
+        yield JsonlLine(lineno, value, length, issues)
+    state.stats.size = size
+    state.stats.lines = lineno + (line_start < size)
 
 
 def _measure_line(fh: IO[bytes], digest: Any) -> tuple[int, int, bytes | None]:
