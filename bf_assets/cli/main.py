@@ -11,7 +11,6 @@ import contextlib
 import itertools
 import os
 import sys
-import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
@@ -377,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except Exception:  # an internal error is exit 2, never 1
+        import traceback  # only here: its import is not on the review path
+
         sys.stderr.write("bf-assets: internal error\n")
         traceback.print_exc(file=sys.stderr)
         return EXIT_ERROR

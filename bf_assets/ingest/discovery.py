@@ -274,7 +274,7 @@ def _walk_root(
         is_trial = layout is not None
         if is_trial:
             yield _ref(root_s, d, layout or Layout.UNKNOWN.value)
-        for e in sorted(entries, key=lambda e: e.name, reverse=True):
+        for e in sorted(_subdirs(entries), key=_entry_name, reverse=True):
             if e.name in SKIP_DIRS:
                 continue
             if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
@@ -297,6 +297,24 @@ def _walk_root(
             except OSError:
                 continue
             stack.append((child, os.path.join(real, e.name)))
+
+
+def _entry_name(e: os.DirEntry[str]) -> str:
+    return e.name
+
+
+def _subdirs(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """The entries the walk may descend into (directories and links; an entry whose type
+    cannot be read is kept: the walk's own checks decide); a trial's files are not sorted."""
+    out = []
+    for e in entries:
+        try:
+            if not e.is_dir(follow_symlinks=False) and not e.is_symlink():
+                continue
+        except OSError:
+            pass
+        out.append(e)
+    return out
 
 
 def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> TrialRef | None:
