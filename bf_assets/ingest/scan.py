@@ -27,6 +27,7 @@ from bf_assets.ingest.exchanges import (
 )
 from bf_assets.ingest.forked import start_forked
 from bf_assets.ingest.harbor import HarborLog, scan_harbor
+from bf_assets.ingest.heap import settle_for_blocks
 from bf_assets.ingest.identity import Identity, identify
 from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
@@ -364,12 +365,11 @@ def _scan_llm_and_rows(
         )
 
     job = None
-    if (
-        has_llm
-        and has_rows
-        and _size(os.path.join(trial, LLM_FILE)) >= PARALLEL_MIN_BYTES
-        and _size(os.path.join(trial, ROWS_FILE)) >= PARALLEL_MIN_BYTES
-    ):
+    llm_size = _size(os.path.join(trial, LLM_FILE)) if has_llm else 0
+    rows_size = _size(os.path.join(trial, ROWS_FILE)) if has_rows else 0
+    if max(llm_size, rows_size) >= PARALLEL_MIN_BYTES:
+        settle_for_blocks()  # a big file's blocks reuse heap memory (here and in a fork)
+    if llm_size >= PARALLEL_MIN_BYTES and rows_size >= PARALLEL_MIN_BYTES:
         job = start_forked(llm)
     if job is None:
         llm_facts, llm_stats = llm()
