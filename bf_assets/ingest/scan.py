@@ -361,15 +361,16 @@ def _scan_llm_and_rows(
 
     llm_path = os.path.join(trial, LLM_FILE)
     llm_size = _size(llm_path) if has_llm else 0
-    rows_size = _size(os.path.join(trial, ROWS_FILE)) if has_rows else 0
+    big = llm_size >= PARALLEL_MIN_BYTES  # only then is the rows file's size asked
+    rows_size = _size(os.path.join(trial, ROWS_FILE)) if big and has_rows else 0
 
     def llm() -> tuple[LlmFacts, FileStats]:
         return _scan_llm(llm_path, root, limits, llm_size) if has_llm else (LlmFacts(), FileStats())
 
     job = None
-    if max(llm_size, rows_size) >= PARALLEL_MIN_BYTES:
+    if big:
         settle_for_blocks()  # a big file's blocks reuse heap memory (here and in a fork)
-    if llm_size >= PARALLEL_MIN_BYTES and rows_size >= PARALLEL_MIN_BYTES:
+    if big and rows_size >= PARALLEL_MIN_BYTES:
         job = start_forked(llm)
     if job is None:
         llm_facts, llm_stats = llm()
