@@ -252,15 +252,19 @@ def _print_review(
     code = EXIT_OK if report.all_publishable() else EXIT_UNHEALTHY
     spool = run_cache.spool() if run_cache else None
     try:
-        from bf_assets.batch.runcache import Tee
+        out: BinaryIO = sys.stdout.buffer
+        tee = None
+        if spool is not None:  # the run cache keeps a copy of what is printed
+            from bf_assets.batch.runcache import Tee
 
-        out = Tee(sys.stdout.buffer, spool)
+            tee = Tee(out, spool)
+            out = tee  # type: ignore[assignment]
         if args.json:
-            _write_json(report, out)  # type: ignore[arg-type]
+            _write_json(report, out)
         else:
-            _table(report, out)  # type: ignore[arg-type]
+            _table(report, out)
         sys.stdout.flush()
-        if spool is not None and out.spool is not None:
+        if tee is not None and tee.spool is not None:
             spool.close()
             run_cache.store(state, spool.name, code)  # type: ignore[union-attr]
     finally:

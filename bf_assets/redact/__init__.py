@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable
 from functools import cache, lru_cache
@@ -51,6 +50,8 @@ _KNOWN_MARKERS = ("***REDACTED***", "[REDACTED]", "<XXX-benchflow-key-values-XXX
 def load_custom(path: Path) -> list[Rule]:
     """Rules from a gitleaks-format TOML file (``[[rules]]`` with ``id``, ``regex``,
     ``keywords``, optional ``entropy``, ``secretGroup`` and ``[[rules.allowlists]]``)."""
+    import tomllib  # only for a custom rules file
+
     config = tomllib.loads(path.read_text(encoding="utf-8"))
     if not config.get("rules"):
         return []  # no rule (the shipped file is comments only): no converter to load
