@@ -3,6 +3,8 @@ compiled up front: same patterns, widths, allowlists and spans."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from leakproof_corpus import corpus, look_alikes
 
 from bf_assets.redact import default_rules
@@ -58,3 +60,21 @@ def test_only_triggered_rules_are_compiled() -> None:
 
 def test_the_default_rules_are_lazy() -> None:
     assert any(isinstance(r, LazyRule) for r in default_rules().rules)
+
+
+def _eager(rule: Rule) -> Rule:
+    """``rule`` built up front (a plain ``Rule`` compiled now), field for field."""
+    if not isinstance(rule, LazyRule):
+        return rule
+    names = [f.name for f in dataclasses.fields(Rule) if f.name != "min_len"]
+    return Rule(**{n: getattr(rule, n) for n in names})
+
+
+def test_vendor_and_generic_rules_are_lazy_and_find_the_same_spans() -> None:
+    lazy = [*VENDOR_RULES, *GENERIC_RULES]
+    assert sum(isinstance(r, LazyRule) for r in lazy) >= 30
+    fresh = [_eager(r) for r in lazy]
+    assert [r.min_len for r in fresh] == [r.min_len for r in lazy]
+    eager_set, lazy_set = RuleSet(fresh), RuleSet(lazy)
+    for text in TEXTS:
+        assert lazy_set.spans(text) == eager_set.spans(text), text
