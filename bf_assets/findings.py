@@ -84,8 +84,19 @@ def finding(
     return Finding(check, sev.value, message, file, line, ev)
 
 
+_RANK = {s.value: r for s, r in SEVERITY_RANK.items()}
+
+
+def _rank(severity: str) -> int:
+    """``SEVERITY_RANK`` of a severity's value (an unknown one raises as ``Severity`` does)."""
+    try:
+        return _RANK[severity]
+    except KeyError:
+        return SEVERITY_RANK[Severity(severity)]
+
+
 def worst_severity(findings: Iterable[Finding]) -> str | None:
-    ranks = [SEVERITY_RANK[Severity(f.severity)] for f in findings]
+    ranks = [_rank(f.severity) for f in findings]
     if not ranks:
         return None
     best = min(ranks)
@@ -96,5 +107,5 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Report order: worst severity first, then check id, then file and line."""
     return sorted(
         findings,
-        key=lambda f: (SEVERITY_RANK[Severity(f.severity)], f.check, f.file or "", f.line or 0),
+        key=lambda f: (_rank(f.severity), f.check, f.file or "", f.line or 0),
     )

@@ -337,6 +337,36 @@ def test_directory_resolution_matches_realpath_through_links_and_deep_trees(
     assert _real_dir(str(via_link)) == os.path.realpath(via_link) == str(tmp_path)
 
 
+def test_directories_resolved_on_the_way_are_kept(tmp_path: Path, monkeypatch) -> None:
+    """A trial directory resolves its job directory too: the job's next trial costs one
+    ``lstat`` (its own), and every kept answer is realpath's."""
+    from bf_assets.ingest import readers
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "runs").symlink_to(tmp_path / "real")
+    job = tmp_path / "runs" / "job"
+    for name in ("t1", "t2"):
+        (job / name / "trajectory").mkdir(parents=True)
+    readers.clear_path_cache()
+    assert readers._real_dir(str(job / "t1" / "trajectory")) == os.path.realpath(
+        job / "t1" / "trajectory"
+    )
+    seen: list[str] = []
+    real_lstat = os.lstat
+
+    def counting(path: str, *a: object, **k: object) -> os.stat_result:
+        seen.append(path)
+        return real_lstat(path, *a, **k)
+
+    monkeypatch.setattr(readers.os, "lstat", counting)
+    got = readers._real_dir(str(job / "t2"))
+    assert seen == [str(job / "t2")]
+    monkeypatch.undo()
+    assert got == os.path.realpath(job / "t2")
+    for d in (job, job / "t1", tmp_path / "runs"):
+        assert readers._real_dir(str(d)) == os.path.realpath(d)
+
+
 def test_read_upto_reads_past_a_stale_size_and_stops_at_the_limit(tmp_path: Path) -> None:
     from bf_assets.ingest.readers import read_upto
 

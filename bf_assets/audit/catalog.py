@@ -133,13 +133,18 @@ def first_prompt_parts(t: TrialData) -> PromptParts:
     return pp
 
 
+_XML_TAGS = tuple(
+    (tag, re.compile(rf"<{tag}>(.*?)</{tag}>", re.S)) for tag in ("name", "description", "location")
+)
+
+
 def _xml_entries(block: str) -> list[dict[str, str]]:
     out = []
     for m in _SKILL.finditer(block):
         inner = m.group(1)
         entry = {}
-        for tag in ("name", "description", "location"):
-            t = re.search(rf"<{tag}>(.*?)</{tag}>", inner, re.S)
+        for tag, rx in _XML_TAGS:
+            t = rx.search(inner)
             if t:
                 entry[tag] = t.group(1).strip()
         if entry.get("name"):

@@ -16,6 +16,7 @@ from typing import Any
 
 from bf_assets.audit.events import Events
 from bf_assets.findings import Finding, finding
+from bf_assets.ingest.identity import posix_name
 from bf_assets.ingest.scan import TrialData
 
 _SKILLS_TASK = re.compile(r"/([^/\s'\"]+)/environment/skills/?$")
@@ -30,10 +31,7 @@ def _basename(v: Any) -> str | None:
     neither empty nor ``.``), else None; string operations only."""
     if not isinstance(v, str) or not v.strip("/"):
         return None
-    for part in reversed(v.split("/")):
-        if part and part != ".":
-            return part
-    return ""
+    return posix_name(v)
 
 
 def _known_tasks(tasks_dir: Path | None) -> set[str]:

@@ -29,4 +29,7 @@ def may_contain(text: str, needles: Iterable[str]) -> bool:
             if len(_LOWERED) >= _LOWERED_MAX:
                 _LOWERED.clear()
             _LOWERED[text] = low
-    return any(n in low for n in needles)
+    for n in needles:  # noqa: SIM110 - a plain loop: no generator per text
+        if n in low:
+            return True
+    return False

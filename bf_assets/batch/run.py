@@ -9,14 +9,12 @@ that trial, and every trial discovered appears in the output.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -32,6 +30,9 @@ from bf_assets.ingest.readers import clear_path_cache, without_digests
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
+
+if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
+    from concurrent.futures import ProcessPoolExecutor
 
 
 def _cache_context(opts: ReviewOptions) -> str:
@@ -149,6 +150,9 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     """The worker pool of a review batch (fork where there is one: the workers share the
     parent's imports)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     fork = sys.platform.startswith("linux")
     if fork:
         _preload()
@@ -208,6 +212,8 @@ def review_refs(
             if progress is not None:
                 progress(i, len(refs), ref)
         return out
+    from concurrent.futures import as_completed
+
     results: list[Any] = [None] * len(refs)
     done = 0
     with fork_pool(workers) as pool:
@@ -361,6 +367,8 @@ class _WalkReview:
         self.results.append(None)
 
     def _parallel(self, walk: Iterator[tuple[int, TrialRef]], workers: int) -> None:
+        from concurrent.futures import FIRST_COMPLETED, as_completed, wait
+
         pending: dict[Any, int] = {}
         with fork_pool(workers) as pool:
             sent = 0

@@ -12,7 +12,6 @@ import contextlib
 import itertools
 import os
 import sys
-import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
@@ -254,15 +253,19 @@ def _print_review(
     code = EXIT_OK if report.all_publishable() else EXIT_UNHEALTHY
     spool = run_cache.spool() if run_cache else None
     try:
-        from bf_assets.batch.runcache import Tee
+        out: BinaryIO = sys.stdout.buffer
+        tee = None
+        if spool is not None:  # the run cache keeps a copy of what is printed
+            from bf_assets.batch.runcache import Tee
 
-        out = Tee(sys.stdout.buffer, spool)
+            tee = Tee(out, spool)
+            out = tee  # type: ignore[assignment]
         if args.json:
-            _write_json(report, out)  # type: ignore[arg-type]
+            _write_json(report, out)
         else:
-            _table(report, out)  # type: ignore[arg-type]
+            _table(report, out)
         sys.stdout.flush()
-        if spool is not None and out.spool is not None:
+        if tee is not None and tee.spool is not None:
             spool.close()
             run_cache.store(state, spool.name, code)  # type: ignore[union-attr]
     finally:
@@ -399,6 +402,8 @@ def _command(argv: Sequence[str] | None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
     except Exception:  # an internal error is exit 2, never 1
+        import traceback  # only here: its import is not on the review path
+
         sys.stderr.write("bf-assets: internal error\n")
         traceback.print_exc(file=sys.stderr)
         return EXIT_ERROR

@@ -9,12 +9,11 @@ proxy alias) vs the ACP tool events.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import PurePosixPath
 from typing import Any
 
 from bf_assets.findings import Finding, finding
 from bf_assets.gate.view import ResultView, get, num
-from bf_assets.ingest.identity import normalize_harness
+from bf_assets.ingest.identity import normalize_harness, posix_name
 from bf_assets.ingest.scan import LLM_FILE, ROWS_FILE, TrialData
 
 
@@ -61,7 +60,7 @@ def _task(
         )
     tp = c.get("task_path")
     if isinstance(tp, str) and tp:
-        vals["config.task_path"] = PurePosixPath(tp).name
+        vals["config.task_path"] = posix_name(tp)
     row_task = info.get("task_id") or info.get("task_name") or row.get("task_name")
     if row:
         if not row_task:

@@ -33,7 +33,7 @@ from bf_assets.ingest.layout import (
     is_harbor_job_result,
     layout_of_result,
 )
-from bf_assets.ingest.readers import ReadLimits, escape_name, read_document
+from bf_assets.ingest.readers import READ_FLAGS, ReadLimits, escape_name, read_document
 
 # Sub-directories of a trial that hold its artifacts; never searched for nested trials
 # (an agent can write anything, including a ``result.json``, under ``artifacts/``).
@@ -153,8 +153,11 @@ def _sniff_production(path: str) -> bool:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
             return False  # links and special files go through the checked reader
-        with open(path, "rb", buffering=0) as fh:
-            head = fh.read(512)
+        fd = os.open(path, READ_FLAGS)
+        try:
+            head = os.read(fd, 512)
+        finally:
+            os.close(fd)
     except OSError:
         return False
     return bool(_PRODUCTION_HEAD.match(head))
@@ -271,7 +274,7 @@ def _walk_root(
         is_trial = layout is not None
         if is_trial:
             yield _ref(root_s, d, layout or Layout.UNKNOWN.value)
-        for e in sorted(entries, key=lambda e: e.name, reverse=True):
+        for e in sorted(_subdirs(entries), key=_entry_name, reverse=True):
             if e.name in SKIP_DIRS:
                 continue
             if is_trial and e.name in TRIAL_ARTIFACT_DIRS:
@@ -294,6 +297,24 @@ def _walk_root(
             except OSError:
                 continue
             stack.append((child, os.path.join(real, e.name)))
+
+
+def _entry_name(e: os.DirEntry[str]) -> str:
+    return e.name
+
+
+def _subdirs(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """The entries the walk may descend into (directories and links; an entry whose type
+    cannot be read is kept: the walk's own checks decide); a trial's files are not sorted."""
+    out = []
+    for e in entries:
+        try:
+            if not e.is_dir(follow_symlinks=False) and not e.is_symlink():
+                continue
+        except OSError:
+            pass
+        out.append(e)
+    return out
 
 
 def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> TrialRef | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 from bf_assets.ingest.harnesses import ALIASES
@@ -103,6 +102,15 @@ class Identity:
         return asdict(self)
 
 
+def posix_name(path: str) -> str:
+    """``PurePosixPath(path).name`` with string operations: the last component that is
+    neither empty nor ``.`` ("" for a root or an empty path)."""
+    for part in reversed(path.split("/")):
+        if part and part != ".":
+            return part
+    return ""
+
+
 def _get(d: Any, *keys: str) -> Any:
     for k in keys:
         if not isinstance(d, dict):
@@ -193,7 +201,7 @@ def identify(
         ident.set("task_id", _get(r, "task_name"), "result.json:task_name")
         tp = _get(c, "task_path")
         if ident.task_id is None and isinstance(tp, str) and tp:
-            ident.set("task_id", PurePosixPath(tp).name, "config.json:task_path")
+            ident.set("task_id", posix_name(tp), "config.json:task_path")
         ident.set("harness", normalize_harness(_get(r, "agent")), "result.json:agent")
         ident.set("harness", normalize_harness(_get(c, "agent")), "config.json:agent")
         ident.set("model", _get(r, "model"), "result.json:model")

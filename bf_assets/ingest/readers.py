@@ -15,7 +15,6 @@ are shown through :func:`escape_name` in every message.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 import os
@@ -155,7 +154,8 @@ def _real_dir(d: str) -> str:
     hit = _REAL_DIRS.get(d)
     if hit is not None:
         return hit
-    names: list[str] = []  # plain (non-link) components below the nearest resolved parent
+    # plain (non-link) directories below the nearest resolved parent, with their names
+    below: list[tuple[str, str]] = []
     cur = d
     while True:
         parent, name = os.path.split(cur)
@@ -169,16 +169,20 @@ def _real_dir(d: str) -> str:
         if is_link:
             base = os.path.realpath(cur)
             break
-        names.append(name)
+        below.append((cur, name))
         cached = _REAL_DIRS.get(parent)
         if cached is not None:
             base = cached
             break
         cur = parent
-    real = os.path.join(base, *reversed(names)) if names else base
-    if len(_REAL_DIRS) >= _REAL_DIRS_MAX:
+    if len(_REAL_DIRS) + len(below) + 1 > _REAL_DIRS_MAX:
         _REAL_DIRS.clear()
-    _REAL_DIRS[d] = real
+    real = base
+    if not below:
+        _REAL_DIRS[d] = real
+    for path, name in reversed(below):  # each one resolved on the way is kept too (the
+        real = os.path.join(real, name)  # job directory of the next trial, say)
+        _REAL_DIRS[path] = real
     return real
 
 
@@ -267,7 +271,8 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
     """The real path to open and its size, or an issue: absent, special, or a link leaving
     ``root``.  Strings all the way (the hot path of every read)."""
     sp = os.fspath(path)
-    name = escape_name(os.path.basename(sp))
+    cut = sp.rfind("/") + 1  # posixpath.split, inlined (every read of a trial comes here)
+    name = escape_name(sp[cut:])
     try:
         st = os.lstat(sp)
     except FileNotFoundError:
@@ -283,11 +288,14 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
         if link:
             real_s = os.path.realpath(sp)
         else:
-            real_s = os.path.join(_real_dir(os.path.dirname(sp)), name)
+            head = sp[:cut]
+            if head and head != "/" * len(head):
+                head = head.rstrip("/")
+            real_s = os.path.join(_real_dir(head), name)
         real_root = _real_dir(os.fspath(root))
     except OSError as exc:
         return Resolved(None, 0, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {name}: {exc}"))
-    if real_s != real_root and not real_s.startswith(real_root.rstrip(os.sep) + os.sep):
+    if real_s != real_root and not real_s.startswith(_inside(real_root)):
         return Resolved(
             None,
             0,
@@ -307,6 +315,19 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
             ReadIssue(IssueKind.SPECIAL_FILE, f"{name} is not a regular file; not opened"),
         )
     return Resolved(real_s, st.st_size, None)
+
+
+_INSIDE: dict[str, str] = {}
+
+
+def _inside(real_root: str) -> str:
+    """What every path inside ``real_root`` starts with (kept per root)."""
+    prefix = _INSIDE.get(real_root)
+    if prefix is None:
+        if len(_INSIDE) >= _REAL_DIRS_MAX:
+            _INSIDE.clear()
+        prefix = _INSIDE[real_root] = real_root.rstrip(os.sep) + os.sep
+    return prefix
 
 
 def file_exists(path: Path) -> bool:
@@ -529,6 +550,10 @@ def read_document(
     return doc
 
 
+# How a file is opened to be read: a descriptor (no file object), closed on exec.
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
 def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     """At most ``limit`` bytes of a file, through an unbuffered read sized by ``size_hint``
     (its stat size): no buffer of ``limit`` bytes is allocated for a small file, and a file
@@ -536,14 +561,20 @@ def read_upto(real: str, size_hint: int, limit: int) -> bytes:
     chunks: list[bytes] = []
     got = 0
     want = min(size_hint + 1, limit)
-    with open(real, "rb", buffering=0) as fh:
+    fd = os.open(real, READ_FLAGS)  # a descriptor, no file object: the hot path of a read
+    try:
         while got < limit:
-            chunk = fh.read(min(want, limit - got))
+            ask = min(want, limit - got)
+            chunk = os.read(fd, ask)
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
+            if len(chunk) < ask:  # a short read of a regular file: its end
+                break
             want = MiB  # past the stat size: keep going in 1 MiB reads
+    finally:
+        os.close(fd)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
@@ -619,7 +650,7 @@ def iter_jsonl(
         # read in BLOCK-sized calls.
         small = read_upto(real, size, SMALL_JSONL + 1) if size <= SMALL_JSONL else None
         if small is not None and len(small) <= SMALL_JSONL:
-            yield from _jsonl_lines(io.BytesIO(small), digest, state, cap, limits, parse)
+            yield from _memory_lines(small, digest, state, cap, limits, parse)
         else:  # big, or grew past the small size since its stat
             with open(real, "rb", buffering=0) as fh:
                 yield from _jsonl_lines(fh, digest, state, cap, limits, parse)
@@ -706,6 +737,47 @@ def _jsonl_lines(
         yield JsonlLine(lineno, value, length, issues)
     state.stats.size = base + len(buf)
     state.stats.lines = lineno + (line_start < base + len(buf))
+
+
+def _memory_lines(
+    data: bytes, digest: Any, state: JsonlFile, cap: int, limits: ReadLimits, parse: LineParse
+) -> Iterator[JsonlLine]:
+    """:func:`_jsonl_lines` for a file read whole (at most one :data:`BLOCK`): the same
+    lines, line numbers, lengths, issues, digest and stats, taken from ``data``."""
+    digest.update(data)
+    size = len(data)
+    lineno = 0  # physical lines finished
+    pos = 0
+    line_start = 0  # where the current physical line starts
+    while True:
+        m = CONTENT.search(data, pos)
+        if m is None:  # the rest is whitespace
+            n = data.count(b"\n", pos)
+            if n:
+                lineno += n
+                line_start = data.rfind(b"\n", pos) + 1
+            break
+        j = m.start()
+        n = data.count(b"\n", pos, j)
+        if n:
+            lineno += n
+            line_start = data.rfind(b"\n", pos, j) + 1
+        lineno += 1
+        e = data.find(b"\n", j)
+        end, nl = (e, 1) if e >= 0 else (size, 0)
+        length = end + nl - line_start
+        pos = line_start = end + nl
+        if length > cap:
+            msg = f"line of {length} bytes is over the {_cap_text(cap)} line cap"
+            yield JsonlLine(lineno, None, length, [ReadIssue(IssueKind.LINE_TOO_LONG, msg, lineno)])
+            continue
+        body = data[j:end].rstrip()
+        value, issues = parse(body, limits)
+        if issues:
+            issues = [ReadIssue(i.kind, i.message, lineno, _excerpt(body)) for i in issues]
+        yield JsonlLine(lineno, value, length, issues)
+    state.stats.size = size
+    state.stats.lines = lineno + (line_start < size)
 
 
 def _measure_line(fh: IO[bytes], digest: Any) -> tuple[int, int, bytes | None]:

@@ -27,6 +27,7 @@ from bf_assets.ingest.exchanges import (
 )
 from bf_assets.ingest.forked import start_forked
 from bf_assets.ingest.harbor import HarborLog, scan_harbor
+from bf_assets.ingest.heap import settle_for_blocks
 from bf_assets.ingest.identity import Identity, identify
 from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
@@ -282,13 +283,15 @@ def _collect_actions(
         facts.assistant_texts.append({"line": line, "text": text})
 
 
-def _scan_llm(path: str, root: str, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
+def _scan_llm(
+    path: str, root: str, limits: ReadLimits, size: int | None = None
+) -> tuple[LlmFacts, FileStats]:
     facts = LlmFacts()
     state = JsonlFile()
     seen_obs: set[str] = set()
     # In a big file, lines share their repeated messages (read-only here) and each request
     # is folded for what it adds to the previous one; a small file is read plainly.
-    big = _size(path) >= LINE_REUSE_MIN_BYTES
+    big = (_size(path) if size is None else size) >= LINE_REUSE_MIN_BYTES  # size: its stat
     history = RequestHistory() if big else None
     parse = LineParser(limits).parse if big else None
     for item in iter_jsonl(path, root, state, limits, parse=parse):
@@ -356,20 +359,18 @@ def _scan_llm_and_rows(
     """The LLM trajectory and the rows, on two cores when both are big (a child process
     scans the LLM trajectory meanwhile; the result is the serial one either way)."""
 
+    llm_path = os.path.join(trial, LLM_FILE)
+    llm_size = _size(llm_path) if has_llm else 0
+    big = llm_size >= PARALLEL_MIN_BYTES  # only then is the rows file's size asked
+    rows_size = _size(os.path.join(trial, ROWS_FILE)) if big and has_rows else 0
+
     def llm() -> tuple[LlmFacts, FileStats]:
-        return (
-            _scan_llm(os.path.join(trial, LLM_FILE), root, limits)
-            if has_llm
-            else (LlmFacts(), FileStats())
-        )
+        return _scan_llm(llm_path, root, limits, llm_size) if has_llm else (LlmFacts(), FileStats())
 
     job = None
-    if (
-        has_llm
-        and has_rows
-        and _size(os.path.join(trial, LLM_FILE)) >= PARALLEL_MIN_BYTES
-        and _size(os.path.join(trial, ROWS_FILE)) >= PARALLEL_MIN_BYTES
-    ):
+    if big:
+        settle_for_blocks()  # a big file's blocks reuse heap memory (here and in a fork)
+    if big and rows_size >= PARALLEL_MIN_BYTES:
         job = start_forked(llm)
     if job is None:
         llm_facts, llm_stats = llm()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import re
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable
 from functools import cache, lru_cache
@@ -51,9 +50,14 @@ _KNOWN_MARKERS = ("***REDACTED***", "[REDACTED]", "<XXX-benchflow-key-values-XXX
 def load_custom(path: Path) -> list[Rule]:
     """Rules from a gitleaks-format TOML file (``[[rules]]`` with ``id``, ``regex``,
     ``keywords``, optional ``entropy``, ``secretGroup`` and ``[[rules.allowlists]]``)."""
+    import tomllib  # only for a custom rules file
+
+    config = tomllib.loads(path.read_text(encoding="utf-8"))
+    if not config.get("rules"):
+        return []  # no rule (the shipped file is comments only): no converter to load
     from bf_assets.redact.update_rules import convert
 
-    doc, _ = convert(tomllib.loads(path.read_text(encoding="utf-8")))
+    doc, _ = convert(config)
     rules = rules_from_doc(doc)
     for r in rules:
         r.source = f"custom:{path.name}"
@@ -83,7 +87,7 @@ def _custom_paths() -> tuple[Path, ...]:
 @cache
 def _default_rules(custom: tuple[Path, ...]) -> RuleSet:
     doc = load_doc()
-    rules = [*VENDOR_RULES, *rules_from_doc(doc)]
+    rules = [*VENDOR_RULES, *rules_from_doc(doc, lazy=True)]
     for p in custom:
         rules.extend(load_custom(p))
     rules.extend(GENERIC_RULES)

@@ -214,6 +214,71 @@ class Rule:
         return not any(a.applies(secret, match, line) for a in checks)
 
 
+_PATTERN_SLOT = Rule.__dict__["pattern"]  # the slots LazyRule fills on first use
+_MIN_LEN_SLOT = Rule.__dict__["min_len"]
+_ALLOWS_SLOT = Rule.__dict__["allows"]
+
+
+class LazyRule(Rule):
+    """A rule whose pattern (``regex``, compiled with ``flags``), width and allowlists are
+    built the first time they are read: a process compiles only the rules whose keywords
+    some text it cleans holds (most of gitleaks' rules never trigger in a review), and the
+    same rule set is built as with :class:`Rule` (every attribute reads the same)."""
+
+    __slots__ = ("regex", "flags", "allow_builder")
+
+    def __init__(
+        self,
+        regex: str,
+        flags: int,
+        allow_builder: Callable[[], tuple[Allow, ...]],
+        **fields: object,
+    ) -> None:
+        self.regex = regex
+        self.flags = flags
+        self.allow_builder: Callable[[], tuple[Allow, ...]] | None = allow_builder
+        Rule.__init__(self, **fields)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:  # the width is measured on first use
+        return None
+
+    @property  # type: ignore[override]
+    def pattern(self) -> re.Pattern[str]:
+        rx = _PATTERN_SLOT.__get__(self)
+        if rx is None:
+            rx = re.compile(self.regex, self.flags)
+            _PATTERN_SLOT.__set__(self, rx)
+        return rx
+
+    @pattern.setter
+    def pattern(self, value: re.Pattern[str] | None) -> None:
+        _PATTERN_SLOT.__set__(self, value)
+
+    @property  # type: ignore[override]
+    def min_len(self) -> int:
+        n = _MIN_LEN_SLOT.__get__(self)
+        if n < 0:
+            n = min_width(self.pattern)
+            _MIN_LEN_SLOT.__set__(self, n)
+        return n
+
+    @min_len.setter
+    def min_len(self, value: int) -> None:
+        _MIN_LEN_SLOT.__set__(self, value)
+
+    @property  # type: ignore[override]
+    def allows(self) -> tuple[Allow, ...]:
+        build = self.allow_builder
+        if build is not None:
+            _ALLOWS_SLOT.__set__(self, build())
+            self.allow_builder = None
+        return _ALLOWS_SLOT.__get__(self)
+
+    @allows.setter
+    def allows(self, value: tuple[Allow, ...]) -> None:
+        _ALLOWS_SLOT.__set__(self, value)
+
+
 def uses_positions(rule: Rule) -> bool:
     """Whether a rule looks at its keywords' positions (else a keyword only gates it): a
     rule with anchors looks at the anchors', an anchored rule without anchors matches at

@@ -26,7 +26,7 @@ import binascii
 import re
 from collections.abc import Iterator
 
-from bf_assets.redact.engine import Context, Rule
+from bf_assets.redact.engine import Context, LazyRule, Rule
 
 _A = re.ASCII
 
@@ -359,12 +359,13 @@ def find_jwts(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
 
 
 def _r(kind: str, keywords: tuple[str, ...], pattern: str, group: int = 0, flags: int = 0) -> Rule:
-    return Rule(kind=kind, keywords=keywords, pattern=_rx(pattern, flags), group=group)
+    """A pattern rule, compiled the first time its keywords occur (``LazyRule``)."""
+    return LazyRule(pattern, _A | flags, tuple, kind=kind, keywords=keywords, group=group)
 
 
 def _whole(kind: str, keywords: tuple[str, ...], pattern: str) -> Rule:
     """A rule whose keyword is too common to window on: the whole text is searched."""
-    return Rule(kind=kind, keywords=keywords, pattern=_rx(pattern), whole_text=True)
+    return LazyRule(pattern, _A, tuple, kind=kind, keywords=keywords, whole_text=True)
 
 
 # Vendor formats, before gitleaks' rules (their kinds are the ones the card has always shown).

@@ -12,11 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bf_assets.redact.engine import Allow, Rule
+from bf_assets.redact.engine import Allow, LazyRule, Rule
 
 RULES_DIR = Path(__file__).with_name("rules")
 RULES_FILE = RULES_DIR / "gitleaks.json"
@@ -26,8 +26,11 @@ SAMPLES_FILE = RULES_DIR / "gitleaks-samples.json"
 _MULTILINE_MARKERS = ("\\n", "\\r", "[\\s\\S", "(?s")
 
 
+_FLAGS = re.ASCII
+
+
 def _compile(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.ASCII)
+    return re.compile(pattern, _FLAGS)
 
 
 def _allow(a: dict[str, Any]) -> Allow:
@@ -39,28 +42,37 @@ def _allow(a: dict[str, Any]) -> Allow:
     )
 
 
-def rules_from_doc(doc: dict[str, Any]) -> list[Rule]:
-    out = []
+def rules_from_doc(doc: dict[str, Any], *, lazy: bool = False) -> list[Rule]:
+    """The doc's rules in order.  ``lazy``: each pattern is compiled the first time its
+    rule triggers (:class:`~bf_assets.redact.engine.LazyRule`; for the shipped rules file,
+    whose patterns its tests compile)."""
+    out: list[Rule] = []
     for r in doc["rules"]:
         pattern = r["regex"]
         group = int(r.get("secret_group") or 0)
-        out.append(
-            Rule(
-                kind=r["id"],
-                keywords=tuple(r.get("keywords", [])),
-                pattern=_compile(pattern),
-                group=group or None,
-                entropy=float(r.get("entropy") or 0.0),
-                allows=tuple(_allow(a) for a in r.get("allowlists", [])),
-                anchored=bool(r.get("anchors")),
-                anchors=tuple(r.get("anchors") or ()),
-                ident_prefix=bool(r.get("anchored")),
-                whole_text=any(m in pattern for m in _MULTILINE_MARKERS),
-                source="gitleaks",
-                description=r.get("description", ""),
-            )
-        )
+        allowlists = r.get("allowlists", [])
+        fields: dict[str, Any] = {
+            "kind": r["id"],
+            "keywords": tuple(r.get("keywords", [])),
+            "group": group or None,
+            "entropy": float(r.get("entropy") or 0.0),
+            "anchored": bool(r.get("anchors")),
+            "anchors": tuple(r.get("anchors") or ()),
+            "ident_prefix": bool(r.get("anchored")),
+            "whole_text": any(m in pattern for m in _MULTILINE_MARKERS),
+            "source": "gitleaks",
+            "description": r.get("description", ""),
+        }
+        if lazy:
+            build = partial(_allows, allowlists)
+            out.append(LazyRule(pattern, _FLAGS, build, **fields))
+        else:
+            out.append(Rule(pattern=_compile(pattern), allows=_allows(allowlists), **fields))
     return out
+
+
+def _allows(allowlists: list[dict[str, Any]]) -> tuple[Allow, ...]:
+    return tuple(_allow(a) for a in allowlists)
 
 
 def global_allow_from_doc(doc: dict[str, Any]) -> Allow:
