@@ -8,8 +8,8 @@ from pathlib import Path
 
 from trialkit import build_trial, healthy_spec
 
-from bf_assets.publish.bundle import BundleOptions, bundle_reviews
 from bf_assets.dataset.decide import Exclusion
+from bf_assets.publish.bundle import BundleOptions, bundle_reviews
 from bf_assets.publish.changes import Previous, release_changes
 from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
