@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,7 +27,7 @@ from bf_assets.dataset.quarantine import (
     load_quarantine,
 )
 from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
-from bf_assets.dataset.report import render_report
+from bf_assets.dataset.report import report_parts
 from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -184,14 +184,15 @@ def assemble(
     )
 
 
-def report_markdown(
+def report_pieces(
     ds: DatasetReview,
     roots: Sequence[str],
     *,
     tasks_dir: str | None = None,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
-) -> str:
+) -> Iterator[str]:
+    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``)."""
     cmd = ["bf-assets", "review", *roots]
     if tasks_dir:
         cmd += ["--tasks", tasks_dir]
@@ -199,7 +200,7 @@ def report_markdown(
         cmd += ["--plan", plan_path]
     if quarantine_path:
         cmd += ["--quarantine", quarantine_path]
-    return render_report(
+    return report_parts(
         ds.trials,
         ds.coverage,
         ds.parity,
@@ -211,4 +212,20 @@ def report_markdown(
         assessment=ds.assessment,
         entries=ds.entries,
         decision=ds.decision,
+    )
+
+
+def report_markdown(
+    ds: DatasetReview,
+    roots: Sequence[str],
+    *,
+    tasks_dir: str | None = None,
+    plan_path: str | None = None,
+    quarantine_path: str | None = None,
+) -> str:
+    """The report of ``ds`` as one string."""
+    return "".join(
+        report_pieces(
+            ds, roots, tasks_dir=tasks_dir, plan_path=plan_path, quarantine_path=quarantine_path
+        )
     )
