@@ -21,6 +21,7 @@ from bf_assets.dataset.coverage import (
     UNHEALTHY,
     Coverage,
     SlotRow,
+    superseded_text,
 )
 from bf_assets.dataset.decide import ExportDecision
 from bf_assets.dataset.parity import ParityReport
@@ -212,7 +213,7 @@ def _coverage(
                     "yes" if r.required else "no",
                     r.attempts,
                     show_key(r.trial) if r.trial else "–",
-                    ", ".join(show_key(k) for k in r.superseded) or "–",
+                    superseded_text(r) or "–",
                 )
                 for r in problems
             ),
