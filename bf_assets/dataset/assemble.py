@@ -6,10 +6,11 @@ The CLI (``bf-assets review``) and the ``review_report`` asset both go through h
 
 from __future__ import annotations
 
+import pickle
 import shlex
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import orjson
@@ -33,6 +34,7 @@ from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 
 NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
+TRIALS_PER_PICKLE = 2000  # trials pickled by one pickler (DatasetReview.__getstate__)
 
 
 @dataclass(slots=True)
@@ -49,6 +51,27 @@ class DatasetReview:
     _parity: ParityReport | None = None
     # with a store, ``trials`` are slim reviews and each one's whole review is in the store
     store: TrialStore | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every field; the trials as pickles of :data:`TRIALS_PER_PICKLE` each, made one
+        after the other.  One pickler over every trial keeps a memo entry, and the state it
+        made, for each of their objects until the whole review is written (some 1.6 KB a
+        trial, and the process keeps the pages); a pickler per chunk lets go of them chunk
+        by chunk.  Objects shared across chunks are shared again only within a chunk once
+        loaded (a few strings and findings each)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trials"}
+        n = TRIALS_PER_PICKLE
+        state["trial_chunks"] = [
+            pickle.dumps(self.trials[i : i + n], protocol=pickle.HIGHEST_PROTOCOL)
+            for i in range(0, len(self.trials), n)
+        ]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        chunks = state.pop("trial_chunks")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.trials = [t for chunk in chunks for t in pickle.loads(chunk)]  # noqa: S301
 
     def trial_json(self, index: int) -> bytes:
         """Trial ``index``'s whole review as JSON (``TrialReview.to_json``), after the
