@@ -6,7 +6,6 @@ The CLI (``bf-assets review``) and the ``review_report`` asset both go through h
 
 from __future__ import annotations
 
-import pickle
 import shlex
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -16,7 +15,7 @@ from typing import Any
 import orjson
 
 from bf_assets.contract import Outcome
-from bf_assets.dataset.common import TrialKey, trial_key
+from bf_assets.dataset.common import TrialKey, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.decide import ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityReport, sandbox_parity
@@ -34,7 +33,6 @@ from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 
 NOOP_HARNESSES = frozenset({"nop", "noop", "null", "null-agent"})
-TRIALS_PER_PICKLE = 2000  # trials pickled by one pickler (DatasetReview.__getstate__)
 
 
 @dataclass(slots=True)
@@ -53,25 +51,17 @@ class DatasetReview:
     store: TrialStore | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Every field; the trials as pickles of :data:`TRIALS_PER_PICKLE` each, made one
-        after the other.  One pickler over every trial keeps a memo entry, and the state it
-        made, for each of their objects until the whole review is written (some 1.6 KB a
-        trial, and the process keeps the pages); a pickler per chunk lets go of them chunk
-        by chunk.  Objects shared across chunks are shared again only within a chunk once
-        loaded (a few strings and findings each)."""
+        """Every field; the trials as :func:`pickled_chunks` (one pickler over every trial
+        would keep some 1.6 KB a trial until the whole review is written)."""
         state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trials"}
-        n = TRIALS_PER_PICKLE
-        state["trial_chunks"] = [
-            pickle.dumps(self.trials[i : i + n], protocol=pickle.HIGHEST_PROTOCOL)
-            for i in range(0, len(self.trials), n)
-        ]
+        state["trial_chunks"] = pickled_chunks(self.trials)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         chunks = state.pop("trial_chunks")
         for name, value in state.items():
             setattr(self, name, value)
-        self.trials = [t for chunk in chunks for t in pickle.loads(chunk)]  # noqa: S301
+        self.trials = unpickled(chunks)
 
     def trial_json(self, index: int) -> bytes:
         """Trial ``index``'s whole review as JSON (``TrialReview.to_json``), after the
