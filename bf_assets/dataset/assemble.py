@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from bf_assets.contract import Outcome
-from bf_assets.dataset.common import TrialKey, pickled_chunks, trial_key, unpickled
+from bf_assets.dataset.common import TrialKey, joined, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.decide import ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityReport, sandbox_parity
@@ -228,17 +228,4 @@ def report_pieces(
     )
 
 
-def report_markdown(
-    ds: DatasetReview,
-    roots: Sequence[str],
-    *,
-    tasks_dir: str | None = None,
-    plan_path: str | None = None,
-    quarantine_path: str | None = None,
-) -> str:
-    """The report of ``ds`` as one string."""
-    return "".join(
-        report_pieces(
-            ds, roots, tasks_dir=tasks_dir, plan_path=plan_path, quarantine_path=quarantine_path
-        )
-    )
+report_markdown = joined(report_pieces)

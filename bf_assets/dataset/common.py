@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec
 
 from bf_assets.contract import Outcome
 from bf_assets.ingest.identity import normalize_harness, normalize_skill_mode
@@ -128,3 +128,16 @@ def pickled_chunks(items: Sequence[Any], n: int | None = None) -> list[bytes]:
 def unpickled(chunks: Sequence[bytes]) -> list[Any]:
     """The items of :func:`pickled_chunks`, in order."""
     return [item for chunk in chunks for item in pickle.loads(chunk)]  # noqa: S301 (ours)
+
+
+P = ParamSpec("P")
+
+
+def joined(pieces: Callable[P, Iterable[str]]) -> Callable[P, str]:
+    """A function giving what ``pieces`` gives, as one string (same arguments)."""
+
+    def whole(*args: P.args, **kwargs: P.kwargs) -> str:
+        return "".join(pieces(*args, **kwargs))
+
+    whole.__doc__ = f"``{pieces.__name__}`` (same arguments) as one string."
+    return whole

@@ -12,7 +12,14 @@ from itertools import islice
 from typing import Any
 
 from bf_assets.contract import Severity
-from bf_assets.dataset.common import TrialKey, is_model_trial, show, show_key, trial_key
+from bf_assets.dataset.common import (
+    TrialKey,
+    is_model_trial,
+    joined,
+    show,
+    show_key,
+    trial_key,
+)
 from bf_assets.dataset.coverage import (
     DUPLICATE,
     HEALTHY,
@@ -439,19 +446,4 @@ def report_parts(
         yield "\n" + _reasons(assessment)
 
 
-def render_report(
-    reviews: Sequence[TrialReview],
-    coverage: Coverage,
-    parity: ParityReport | None,
-    quarantine: Mapping[TrialKey, QuarantineEntry] | None,
-    release_verdict: str,
-    roots: Sequence[str],
-    command: str,
-    **options: Any,
-) -> str:
-    """The report as one string (:func:`report_parts`, same arguments)."""
-    return "".join(
-        report_parts(
-            reviews, coverage, parity, quarantine, release_verdict, roots, command, **options
-        )
-    )
+render_report = joined(report_parts)
