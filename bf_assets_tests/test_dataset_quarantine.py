@@ -175,3 +175,20 @@ def test_effective_verdicts_map() -> None:
         trial_key(a): "rejected",
         trial_key(b): "publishable",
     }
+
+
+def test_path_parts_are_pathlibs_without_pathlib() -> None:
+    import itertools
+    from pathlib import PurePosixPath
+
+    from bf_assets.dataset.quarantine import _parts
+
+    def pathlib_parts(path: str) -> tuple[str, ...]:
+        parts = PurePosixPath(path.replace("\\", "/")).parts
+        return tuple(p for p in parts if p not in ("", "."))
+
+    pieces = ["/", "a", ".", "..", "\\", "b c", "", "jobs"]
+    for k in range(6):
+        for combo in itertools.product(pieces, repeat=k):
+            text = "".join(combo)
+            assert _parts(text) == pathlib_parts(text), text

@@ -159,3 +159,19 @@ def test_real_harbor_adaptive_cruise_control_matrix(shared_dir: Path, tmp_path: 
     md, a = _report(reviews, compute_coverage(reviews))
     assert [md.index(s) for s in SECTIONS] == sorted(md.index(s) for s in SECTIONS)
     assert a.verdict == "not_publishable"  # Harbor trials never carry trajectories
+
+
+def test_a_slot_names_its_first_superseded_attempts_and_counts_the_rest() -> None:
+    from bf_assets.dataset.common import Cell
+    from bf_assets.dataset.coverage import SUPERSEDED_SHOWN, SlotRow, superseded_text
+    from bf_assets.dataset.picture import _tooltip
+
+    keys = tuple((f"jobs/j{i:03d}", f"t__{i:03d}") for i in range(50))
+    cell = Cell("t1", "codex-acp", "gpt-5", "no-skill", "docker")
+    row = SlotRow(cell, 1, "healthy", keys[0], 51, False, True, superseded=keys)
+    text = superseded_text(row)
+    assert text.count("jobs/j") == SUPERSEDED_SHOWN and text.endswith(", … 40 more")
+    assert "jobs/j009/t__009" in text and "jobs/j010" not in text
+    assert "superseded: " + text in _tooltip(row)
+    few = SlotRow(cell, 1, "healthy", keys[0], 3, False, True, superseded=keys[:2])
+    assert superseded_text(few) == "jobs/j000/t__000, jobs/j001/t__001"

@@ -172,7 +172,9 @@ def test_every_output_names_the_same_exported_trials(
     assert report["summary"]["exported"] == len(exported)
     manifest = json.loads((bundle / "meta" / "manifest.json").read_text())
     assert {f"{s['job']}|{s['rollout']}" for s in manifest["source_trials"]} == exported
-    excluded = {f"{e['job']}|{e['rollout']}" for e in manifest["excluded"]}
+    lines = (bundle / manifest["excluded_trials"]["path"]).read_text().splitlines()
+    excluded = {f"{e['job']}|{e['rollout']}" for e in map(json.loads, lines)}
+    assert manifest["excluded_trials"]["trials"] == len(lines) == len(excluded)
     everyone = {f"{t['job']}|{t['rollout']}" for t in review["trials"]}
     assert excluded == everyone - exported and not excluded & exported
     card = (bundle / "README.md").read_text()

@@ -15,6 +15,7 @@ from test_curate_rows import HOST, SECRET, leaky_trial
 from trialkit import Trial, build_trial, healthy_spec, oracle_spec
 
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews
+from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.targets import PublishError
@@ -64,6 +65,7 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
         "data/trl_sft/train-00000-of-00001.parquet",
         "report/review.md",  # the review that decided this release ships with it
         "report/review.json",
+        EXCLUDED_PATH,  # every excluded trial with its reason, one per line
     }
     assert b.rows == {"rollouts": 1, "prime_sft": 1, "trl_sft": 2}
     # the oracle lane is listed as excluded but is a probe, not held-out model data
@@ -93,7 +95,10 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
     # one task: too few to hold one out, so one split, and the manifest says why
     assert manifest["configs"]["rollouts"] == {"train": 1}
     assert manifest["splits"]["names"] == ["train"] and "too few" in manifest["splits"]["note"]
-    assert [e["reason"] for e in manifest["excluded"]] == ["oracle"]
+    assert manifest["excluded_trials"] == {"path": EXCLUDED_PATH, "trials": 1}
+    assert manifest["exclusions_by_reason"] == {"oracle": 1}
+    lines = (b.path / EXCLUDED_PATH).read_bytes().splitlines()
+    assert [orjson.loads(x)["reason"] for x in lines] == ["oracle"]
     assert manifest["source_trials"][0]["rollout"] == "demo-task__aaaa1111"
     for f in manifest["files"]:
         from bf_assets.publish.shards import sha256_file

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from trialkit import build_trial, healthy_spec
 
+from bf_assets.dataset.decide import Exclusion
 from bf_assets.publish.bundle import BundleOptions, bundle_reviews
-from bf_assets.publish.changes import release_changes
+from bf_assets.publish.changes import Previous, release_changes
 from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
 
@@ -41,26 +42,28 @@ def test_the_changelog_follows_the_releases(tmp_path: Path, runs_root: Path) -> 
     assert "## Changes since the previous release" in card and "1 added to the export" in card
 
 
+def _exclusion(rollout: str, verdict: str, reason: str) -> Exclusion:
+    slot = ("task", "codex-acp", "gpt", "no-skill", "docker", None)
+    return Exclusion("jobs/j", rollout, f"j/{rollout}", slot, "fail", verdict, reason)
+
+
 def test_removed_re_reviewed_and_flipped_trials() -> None:
-    prev = {
+    manifest = {
         "release_tag": "release-aaa",
         "release_verdict": "publishable",
         "source_trials": [
             {"job": "jobs/j", "rollout": "t1", "rollout_id": "sha256:1"},
             {"job": "jobs/j", "rollout": "t2", "rollout_id": "sha256:2"},
         ],
-        "excluded": [
-            {"job": "jobs/j", "rollout": "t3", "verdict": "rejected", "reason": "rejected"}
-        ],
         "changes": None,
     }
+    held = [{"job": "jobs/j", "rollout": "t3", "verdict": "rejected", "reason": "rejected"}]
+    prev = Previous.of(manifest, held)
     sources = [
         {"job": "jobs/j", "rollout": "t1", "rollout_id": "sha256:1b"},  # artifacts changed
         {"job": "jobs/j", "rollout": "t3", "rollout_id": "sha256:3"},  # now publishable
     ]
-    excluded = [
-        {"job": "jobs/j", "rollout": "t2", "verdict": "quarantined", "reason": "quarantined"}
-    ]
+    excluded = [_exclusion("t2", "quarantined", "quarantined")]
     ch = release_changes(prev, sources, excluded)
     assert ch is not None
     assert ch["added"] == ["jobs/j/t3"]
@@ -71,4 +74,5 @@ def test_removed_re_reviewed_and_flipped_trials() -> None:
         "jobs/j/t3: rejected -> publishable",
     ]
     # the same trials as the release in place: its own changelog is kept
-    assert release_changes(prev, prev["source_trials"], prev["excluded"]) is None
+    same = [_exclusion("t3", "rejected", "rejected")]
+    assert release_changes(prev, manifest["source_trials"], same) is None

@@ -106,3 +106,43 @@ def test_a_clean_report_verifies_row_by_row(runs_root: Path, tmp_path: Path) -> 
     from bf_assets.publish.verify import GateReport
 
     assert _scan_json_rows(b.path / REPORT_JSON, REPORT_JSON, {}, GateReport())  # its layout
+
+
+def test_the_markdown_is_written_a_piece_at_a_time(
+    runs_root: Path, tmp_path: Path, monkeypatch
+) -> None:
+    import bf_assets.dataset.reportfiles as rf
+    from bf_assets.dataset.assemble import report_markdown
+
+    ds = _dataset(runs_root)
+    ctx = ReportContext(roots=[str(runs_root / "jobs")])
+    chunks: dict[str, list[bytes]] = {}
+    real = rf.write_atomic
+
+    def spy(path: Path, data) -> None:  # type: ignore[no-untyped-def]
+        data = [data] if isinstance(data, bytes) else list(data)
+        chunks[path.name] = data
+        real(path, data)
+
+    monkeypatch.setattr(rf, "write_atomic", spy)
+    md, _ = report_files(ds, tmp_path, ctx, clean=False, links=[("pages", "pages/index.html")])
+    whole = md.read_bytes()
+    assert whole.startswith(report_markdown(ds, ctx.roots).encode())
+    assert whole.endswith(b"\n## Links\n\n- [pages](pages/index.html)\n")
+    pieces = chunks["review.md"]
+    assert len(pieces) > 10 and max(map(len, pieces)) < len(whole) * 0.75  # never one string
+
+
+def test_a_table_formats_only_the_rows_it_shows() -> None:
+    from bf_assets.dataset.report import _table
+
+    made: list[int] = []
+
+    def rows():  # type: ignore[no-untyped-def]
+        for i in range(10_000):
+            made.append(i)
+            yield (f"t{i}", "superseded")
+
+    text = _table(["trial", "reason"], rows(), limit=5, total=10_000)
+    assert len(made) == 5 and "… 9995 more rows not shown" in text
+    assert _table(["a"], iter([("x",)] * 7), limit=5).endswith("… 2 more rows not shown\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from trialkit import quarantine_first_trial
+from trialkit import build_trial, quarantine_first_trial
 from upath import UPath
 
 from bf_assets.batch.run import review_refs
@@ -106,3 +106,22 @@ def test_store_round_trip_and_bad_input(tmp_path: Path) -> None:
         copy.get(0)
     copy.discard()
     store.discard()
+
+
+def test_a_pickled_review_is_the_same_review_in_chunks_of_trials(
+    monkeypatch, runs_root: Path
+) -> None:
+    import bf_assets.dataset.common as common
+
+    reviews = [build_trial(runs_root, rollout_id=f"aaaa{i:04d}").review() for i in range(5)]
+    ds = assemble(reviews)
+    monkeypatch.setattr(common, "PICKLE_CHUNK", 2)
+    state = ds.__getstate__()
+    assert len(state["trial_chunks"]) == 3 and "trials" not in state  # 2 + 2 + 1
+    assert len(ds.decision.__getstate__()) == 3
+    back = pickle.loads(pickle.dumps(ds))
+    assert back.trials == ds.trials and len(back.trials) == 5
+    assert back.decision.decisions == ds.decision.decisions
+    assert all(back.decision[d.key] == d for d in ds.decision.decisions)  # the index too
+    assert back.release_verdict == ds.release_verdict and back.coverage == ds.coverage
+    assert report_markdown(back, ["r"]) == report_markdown(ds, ["r"])

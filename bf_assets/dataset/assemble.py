@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import orjson
 
 from bf_assets.contract import Outcome
-from bf_assets.dataset.common import TrialKey, trial_key
+from bf_assets.dataset.common import TrialKey, joined, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.decide import ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityReport, sandbox_parity
@@ -27,7 +27,7 @@ from bf_assets.dataset.quarantine import (
     load_quarantine,
 )
 from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
-from bf_assets.dataset.report import render_report
+from bf_assets.dataset.report import report_parts
 from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -49,6 +49,19 @@ class DatasetReview:
     _parity: ParityReport | None = None
     # with a store, ``trials`` are slim reviews and each one's whole review is in the store
     store: TrialStore | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Every field; the trials as :func:`pickled_chunks` (one pickler over every trial
+        would keep some 1.6 KB a trial until the whole review is written)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trials"}
+        state["trial_chunks"] = pickled_chunks(self.trials)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        chunks = state.pop("trial_chunks")
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.trials = unpickled(chunks)
 
     def trial_json(self, index: int) -> bytes:
         """Trial ``index``'s whole review as JSON (``TrialReview.to_json``), after the
@@ -184,14 +197,15 @@ def assemble(
     )
 
 
-def report_markdown(
+def report_pieces(
     ds: DatasetReview,
     roots: Sequence[str],
     *,
     tasks_dir: str | None = None,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
-) -> str:
+) -> Iterator[str]:
+    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``)."""
     cmd = ["bf-assets", "review", *roots]
     if tasks_dir:
         cmd += ["--tasks", tasks_dir]
@@ -199,7 +213,7 @@ def report_markdown(
         cmd += ["--plan", plan_path]
     if quarantine_path:
         cmd += ["--quarantine", quarantine_path]
-    return render_report(
+    return report_parts(
         ds.trials,
         ds.coverage,
         ds.parity,
@@ -212,3 +226,6 @@ def report_markdown(
         entries=ds.entries,
         decision=ds.decision,
     )
+
+
+report_markdown = joined(report_pieces)

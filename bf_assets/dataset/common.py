@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pickle
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ParamSpec
 
 from bf_assets.contract import Outcome
 from bf_assets.ingest.identity import normalize_harness, normalize_skill_mode
@@ -106,3 +108,36 @@ def recency_key(review: TrialReview) -> tuple[datetime, str, str]:
 
 def newest_first(reviews: list[TrialReview]) -> list[TrialReview]:
     return sorted(reviews, key=recency_key, reverse=True)
+
+
+PICKLE_CHUNK = 2000  # items pickled by one pickler (pickled_chunks)
+
+
+def pickled_chunks(items: Sequence[Any], n: int | None = None) -> list[bytes]:
+    """``items`` as pickles of ``n`` each, made one after the other: one pickler over every
+    item of a long list keeps a memo entry, and the state it made, for each of their objects
+    until the whole list is written; a pickler per chunk lets go of them chunk by chunk.
+    Objects shared across chunks are shared again only within a chunk once loaded."""
+    n = n or PICKLE_CHUNK
+    return [
+        pickle.dumps(list(items[i : i + n]), protocol=pickle.HIGHEST_PROTOCOL)
+        for i in range(0, len(items), n)
+    ]
+
+
+def unpickled(chunks: Sequence[bytes]) -> list[Any]:
+    """The items of :func:`pickled_chunks`, in order."""
+    return [item for chunk in chunks for item in pickle.loads(chunk)]  # noqa: S301 (ours)
+
+
+P = ParamSpec("P")
+
+
+def joined(pieces: Callable[P, Iterable[str]]) -> Callable[P, str]:
+    """A function giving what ``pieces`` gives, as one string (same arguments)."""
+
+    def whole(*args: P.args, **kwargs: P.kwargs) -> str:
+        return "".join(pieces(*args, **kwargs))
+
+    whole.__doc__ = f"``{pieces.__name__}`` (same arguments) as one string."
+    return whole

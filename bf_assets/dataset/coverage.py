@@ -299,6 +299,18 @@ def shared_lists(per_trial: dict[TrialKey, list[Finding]]) -> dict[TrialKey, lis
     return per_trial
 
 
+SUPERSEDED_SHOWN = 10  # superseded attempts a slot's summary names (the rest are counted)
+
+
+def superseded_text(row: SlotRow, limit: int = SUPERSEDED_SHOWN) -> str:
+    """The slot's superseded attempts for a report cell or a tooltip: the first ``limit``
+    named, the rest counted (a slot of a large corpus has thousands; the report JSON and the
+    ``coverage`` table list them all)."""
+    shown = ", ".join(show_key(k) for k in row.superseded[:limit])
+    more = len(row.superseded) - limit
+    return shown + (f", … {more} more" if more > 0 else "")
+
+
 def superseded_reason(row: SlotRow) -> str:
     """Why an attempt attached to ``row`` is superseded, as the slot really stands."""
     holder = show_key(row.trial) if row.trial else "none"

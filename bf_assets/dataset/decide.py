@@ -31,7 +31,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Severity, Verdict
-from bf_assets.dataset.common import TrialKey, is_noop, is_oracle, trial_key
+from bf_assets.dataset.common import (
+    TrialKey,
+    is_noop,
+    is_oracle,
+    pickled_chunks,
+    trial_key,
+    unpickled,
+)
 from bf_assets.dataset.coverage import Coverage, SlotRow, superseded_reason
 from bf_assets.review.record import SLOT_FIELDS, TrialReview
 
@@ -137,6 +144,13 @@ class ExportDecision:
     def __init__(self, decisions: Iterable[Decision] = ()) -> None:
         self.decisions = list(decisions)
         self._by_key = {d.key: d for d in self.decisions}
+
+    def __getstate__(self) -> list[bytes]:
+        """The decisions as :func:`pickled_chunks` (the index by key is rebuilt on load)."""
+        return pickled_chunks(self.decisions)
+
+    def __setstate__(self, state: list[bytes]) -> None:
+        self.__init__(unpickled(state))  # type: ignore[misc]
 
     def get(self, key: TrialKey) -> Decision | None:
         return self._by_key.get(key)

@@ -21,6 +21,7 @@ from bf_assets.dataset.coverage import (
     UNPLANNED,
     Coverage,
     SlotRow,
+    superseded_text,
 )
 
 
@@ -90,7 +91,7 @@ def _tooltip(r: SlotRow) -> str:
         lines.append(f"trial: {show_key(r.trial)}")
     lines.append(f"attempts in cell: {r.attempts}")
     if r.superseded:
-        lines.append("superseded: " + ", ".join(show_key(k) for k in r.superseded))
+        lines.append("superseded: " + superseded_text(r))
     return "\n".join(lines)
 
 

@@ -68,7 +68,14 @@ class QuarantineEntry:
 
 
 def _parts(path: str) -> tuple[str, ...]:
-    return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("", "."))
+    """``PurePosixPath(path)``'s parts (``\\`` taken for ``/``) without ``""`` and ``"."``, by
+    string operations only: ``pathlib`` interns every part it parses, and the table of
+    interned strings never shrinks, so parsing every trial's path would grow it for good."""
+    p = path.replace("\\", "/")
+    head: tuple[str, ...] = ()
+    if p.startswith("/"):  # POSIX keeps exactly two leading slashes, collapses more to one
+        head = ("//",) if p.startswith("//") and not p.startswith("///") else ("/",)
+    return head + tuple(x for x in p.split("/") if x not in ("", "."))
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
@@ -131,7 +138,7 @@ def load_quarantine(path: str | os.PathLike[str]) -> list[QuarantineEntry]:
 
 
 def full_parts(review: TrialReview) -> tuple[str, ...]:
-    root = _parts(PurePosixPath(review.ref.root).as_posix())
+    root = _parts(PurePosixPath(review.ref.root).as_posix())  # a few roots: parsed as before
     rel = _parts(review.ref.rel_path)
     return root + rel
 

@@ -6,11 +6,20 @@ Blockers, Coverage (with the matrix picture), Evidence, Residual risk, then the 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from heapq import nsmallest
+from itertools import islice
 from typing import Any
 
 from bf_assets.contract import Severity
-from bf_assets.dataset.common import TrialKey, is_model_trial, show, show_key, trial_key
+from bf_assets.dataset.common import (
+    TrialKey,
+    is_model_trial,
+    joined,
+    show,
+    show_key,
+    trial_key,
+)
 from bf_assets.dataset.coverage import (
     DUPLICATE,
     HEALTHY,
@@ -19,6 +28,7 @@ from bf_assets.dataset.coverage import (
     UNHEALTHY,
     Coverage,
     SlotRow,
+    superseded_text,
 )
 from bf_assets.dataset.decide import ExportDecision
 from bf_assets.dataset.parity import ParityReport
@@ -46,15 +56,30 @@ def _c(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], limit: int = ROW_LIMIT) -> str:
-    rows = list(rows)
-    if not rows:
+def _table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    limit: int = ROW_LIMIT,
+    total: int | None = None,
+) -> str:
+    """A Markdown table of the first ``limit`` rows; the others are counted (``total``: how
+    many ``rows`` would give, so the rest are never made), never kept."""
+    it = iter(rows)
+    shown = list(islice(it, limit))
+    if not shown:
         return "_none_\n"
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_c(x) for x in r) + " |" for r in rows[:limit]]
-    if len(rows) > limit:
-        out.append(f"\n… {len(rows) - limit} more rows not shown")
+    out += ["| " + " | ".join(_c(x) for x in r) + " |" for r in shown]
+    more = total - len(shown) if total is not None else sum(1 for _ in it)
+    if more:
+        out.append(f"\n… {more} more rows not shown")
     return "\n".join(out) + "\n"
+
+
+def _lines(parts: Iterable[str]) -> Iterator[str]:
+    """``"\n".join(parts)`` a part at a time."""
+    for i, p in enumerate(parts):
+        yield p if i == 0 else "\n" + p
 
 
 def _where(file: str | None, line: int | None) -> str:
@@ -65,7 +90,7 @@ def _where(file: str | None, line: int | None) -> str:
 
 def _blockers(
     reviews: Sequence[TrialReview], coverage: Coverage, parity: ParityReport | None
-) -> str:
+) -> Iterator[str]:
     parts = ["## Blockers\n"]
     ds = [f for f in coverage.findings if f.severity == Severity.BLOCKER]
     trial_rows: list[tuple[str, str, str]] = []
@@ -86,7 +111,8 @@ def _blockers(
             trial_rows.append((show_key(key), checks, f"{first.message}{where}"))
     pblock = parity.blockers if parity is not None else []
     if not ds and not trial_rows and not pblock:
-        return parts[0] + "\nNo blockers.\n"
+        yield parts[0] + "\nNo blockers.\n"
+        return
     if ds:
         parts.append("\n### Dataset level\n")
         parts.extend(f"- `{f.check}`: {f.message}" for f in ds)
@@ -111,9 +137,13 @@ def _blockers(
         )
         parts.append("\nEach rejected trial and its first blocker:\n")
         parts.append(
-            _table(["trial", "blocker checks", "first blocker (where)"], sorted(trial_rows))
+            _table(
+                ["trial", "blocker checks", "first blocker (where)"],
+                nsmallest(ROW_LIMIT, trial_rows),  # sorted(trial_rows)[:ROW_LIMIT]
+                total=len(trial_rows),
+            )
         )
-    return "\n".join(parts)
+    yield from parts
 
 
 def _group_counts(rows: Sequence[SlotRow]) -> list[tuple[Any, ...]]:
@@ -134,13 +164,14 @@ def _coverage(
     verdicts: Mapping[TrialKey, str],
     quarantine: Mapping[TrialKey, QuarantineEntry],
     reviews: Sequence[TrialReview],
-) -> str:
+) -> Iterator[str]:
+    """The Coverage section's parts (``"\\n"``-joined, :func:`_lines`)."""
     s = coverage.summary
     ratio = coverage.coverage_ratio
     floor = coverage.min_coverage
     name = coverage.plan.name if coverage.plan is not None else None
-    parts = ["## Coverage\n"]
-    parts.append(
+    yield "## Coverage\n"
+    yield (
         (
             f"Plan **{name}**."
             if name
@@ -154,13 +185,13 @@ def _coverage(
     ratio_txt = "n/a" if ratio is None else f"{ratio:.1%}"
     floor_txt = "no floor" if floor is None else f"floor {floor:.0%}"
     below = " — **below the floor**" if coverage.below_floor else ""
-    parts.append(
+    yield (
         f"\nCoverage ratio (fresh healthy / planned slots): **{ratio_txt}** ({floor_txt}){below}.\n"
     )
     if coverage.rows:
-        parts.append(f"![coverage matrix]({svg_data_uri(coverage_svg(coverage))})\n")
-    parts.append("### Slots by task, skill mode and trial\n")
-    parts.append(
+        yield (f"![coverage matrix]({svg_data_uri(coverage_svg(coverage))})\n")
+    yield ("### Slots by task, skill mode and trial\n")
+    yield (
         _table(
             [
                 "task",
@@ -178,41 +209,41 @@ def _coverage(
         )
     )
     problems = [r for r in coverage.planned_rows() if r.state != HEALTHY or r.duplicate]
-    parts.append("\n### Slots needing attention\n")
-    parts.append(
+    yield ("\n### Slots needing attention\n")
+    yield (
         _table(
             ["slot", "state", "required", "cell attempts", "trial", "superseded"],
-            [
+            (
                 (
                     r.label(),
                     r.state + (" + duplicate" if r.duplicate else ""),
                     "yes" if r.required else "no",
                     r.attempts,
                     show_key(r.trial) if r.trial else "–",
-                    ", ".join(show_key(k) for k in r.superseded) or "–",
+                    superseded_text(r) or "–",
                 )
                 for r in problems
-            ],
+            ),
+            total=len(problems),
         )
     )
     if coverage.stale:
-        parts.append("\n### Stale trials\n")
-        parts.append(
+        yield ("\n### Stale trials\n")
+        yield (
             _table(["trial", "why"], [(show_key(k), w) for k, w in sorted(coverage.stale.items())])
         )
     if coverage.unplanned:
-        parts.append("\n### Unplanned trials (reported, not exported)\n")
-        parts.extend(f"- `{show_key(k)}`" for k in coverage.unplanned[:ROW_LIMIT])
-        parts.append("")
-    model = [r for r in reviews if is_model_trial(r)]
-    counts = Counter(verdicts.get(trial_key(r), r.verdict) for r in model)
-    parts.append(
+        yield ("\n### Unplanned trials (reported, not exported)\n")
+        yield from (f"- `{show_key(k)}`" for k in coverage.unplanned[:ROW_LIMIT])
+        yield ("")
+    counts = Counter(verdicts.get(trial_key(r), r.verdict) for r in reviews if is_model_trial(r))
+    yield (
         "\n### Held out\n\nEffective verdicts of model trials: "
         + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
         + ".\n"
     )
     if quarantine:
-        parts.append(
+        yield (
             _table(
                 ["trial", "action", "reason", "by", "at"],
                 [
@@ -221,7 +252,6 @@ def _coverage(
                 ],
             )
         )
-    return "\n".join(parts)
 
 
 def _evidence(
@@ -272,7 +302,7 @@ def _evidence(
                 "verdict",
                 "files",
             ],
-            [
+            (
                 (
                     show_key(trial_key(r)),
                     r.identity.task_id,
@@ -284,8 +314,9 @@ def _evidence(
                     verdicts.get(trial_key(r), r.verdict),
                     len(r.files),
                 )
-                for r in sorted(reviews, key=trial_key)
-            ],
+                for r in nsmallest(ROW_LIMIT, reviews, key=trial_key)  # sorted(...)[:ROW_LIMIT]
+            ),
+            total=len(reviews),
         )
     )
     if parity is not None:
@@ -295,7 +326,7 @@ def _evidence(
         parts.append(
             _table(
                 ["pair", "kind", "item", "docker", "daytona", "label", "blocker"],
-                [
+                (
                     (
                         r.pair.label(),
                         r.kind,
@@ -306,7 +337,8 @@ def _evidence(
                         "yes" if r.blocker else "no",
                     )
                     for r in parity.rows
-                ],
+                ),
+                total=len(parity.rows),
             )
         )
     if unmatched:
@@ -332,7 +364,8 @@ def _export(decision: ExportDecision) -> str:
     parts.append(
         _table(
             ["trial", "reason", "detail"],
-            [(show_key(d.key), d.reason, d.detail) for d in excluded],
+            ((show_key(d.key), d.reason, d.detail) for d in excluded),
+            total=len(excluded),
         )
     )
     return "\n".join(parts) + "\n"
@@ -373,7 +406,7 @@ def _reasons(a: ReleaseAssessment) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_report(
+def report_parts(
     reviews: Sequence[TrialReview],
     coverage: Coverage,
     parity: ParityReport | None,
@@ -387,23 +420,30 @@ def render_report(
     entries: Sequence[QuarantineEntry] = (),
     title: str = "bf-assets dataset review",
     decision: ExportDecision | None = None,
-) -> str:
-    """The report.  ``verdicts`` defaults to the effective verdicts after ``quarantine`` and
-    the coverage findings; ``assessment`` (from ``assess_release``) explains the verdict;
-    ``entries`` are the full quarantine file, to list entries that matched nothing."""
+) -> Iterator[str]:
+    """The report a piece at a time (:func:`render_report` is their concatenation), so it is
+    written, and cleaned, without ever being one string.  ``verdicts`` defaults to the
+    effective verdicts after ``quarantine`` and the coverage findings; ``assessment`` (from
+    ``assess_release``) explains the verdict; ``entries`` are the full quarantine file, to
+    list entries that matched nothing."""
     applied = dict(quarantine or {})
     if verdicts is None:
         verdicts = effective_verdicts(reviews, applied, coverage.trial_findings)
     unmatched = unmatched_entries(reviews, entries) if entries else []
-    sections = [
-        f"# {title}\n",
-        _blockers(reviews, coverage, parity),
-        _coverage(coverage, verdicts, applied, reviews)
-        + (_export(decision) if decision is not None else ""),
-        _evidence(reviews, roots, command, parity, verdicts, unmatched),
-        _residual(coverage, reviews, parity),
-        f"## Verdict\n\n**{release_verdict}**\n",
-    ]
+    yield f"# {title}\n"
+    yield "\n"
+    yield from _lines(_blockers(reviews, coverage, parity))
+    yield "\n"
+    yield from _lines(_coverage(coverage, verdicts, applied, reviews))
+    if decision is not None:
+        yield _export(decision)
+    yield "\n"
+    yield _evidence(reviews, roots, command, parity, verdicts, unmatched)
+    yield "\n"
+    yield _residual(coverage, reviews, parity)
+    yield f"\n## Verdict\n\n**{release_verdict}**\n"
     if assessment is not None and assessment.reasons:
-        sections.append(_reasons(assessment))
-    return "\n".join(sections)
+        yield "\n" + _reasons(assessment)
+
+
+render_report = joined(report_parts)

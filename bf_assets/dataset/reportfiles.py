@@ -3,9 +3,10 @@ review.
 
 One function writes them for every caller: the release bundle (cleaned like the export rows,
 so the report that ships with a release leaks nothing) and the warehouse copy the Dagster UI
-links to.  The report itself is rendered by :func:`bf_assets.dataset.assemble.report_markdown`
-in the order ``checks.md`` §3 prescribes; the JSON holds the summary and every trial with its
-export decision.
+links to.  The report itself is rendered by :func:`bf_assets.dataset.assemble.report_pieces`
+in the order ``checks.md`` §3 prescribes, and written (and cleaned) a piece at a time, never
+as one string; the JSON holds the summary and every trial with its export decision, written
+one trial at a time.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bf_assets.dataset.assemble import DatasetReview, report_markdown
+from bf_assets.dataset.assemble import DatasetReview, report_pieces
 from bf_assets.dataset.common import trial_key
 
 REPORT_DIR = "report"
@@ -129,7 +131,7 @@ def report_files(
     ``clean`` every value is cleaned like an export row (secrets, host paths, banned keys).
     ``links`` (``(text, relative target)``) are listed at the end of the Markdown (the UI's
     copy links the trial pages; the copy in a release links nothing outside it)."""
-    md = report_markdown(
+    pieces: Iterable[str] = report_pieces(
         ds,
         list(ctx.roots),
         tasks_dir=ctx.tasks_dir,
@@ -137,15 +139,16 @@ def report_files(
         quarantine_path=ctx.quarantine_path,
     )
     if links:
-        md += "\n## Links\n\n" + "".join(f"- [{text}]({target})\n" for text, target in links)
+        tail = "\n## Links\n\n" + "".join(f"- [{text}]({target})\n" for text, target in links)
+        pieces = chain(pieces, [tail])
     cleaner = None
     if clean:
         from bf_assets.curate.clean import Cleaner
 
         cleaner = Cleaner()  # one cache for the whole report
-        md = cleaner.value(md)
+        pieces = map(cleaner.value, pieces)
     out = Path(out_dir)
     md_path, js_path = out / REPORT_MD, out / REPORT_JSON
-    write_atomic(md_path, md.encode("utf-8"))
+    write_atomic(md_path, (p.encode("utf-8") for p in pieces))  # a piece at a time
     write_report_json(ds, js_path, ctx, cleaner.value if cleaner is not None else None, on_row)
     return md_path, js_path

@@ -19,6 +19,7 @@ from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidate
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.bundle import Bundle, build_bundle
 
+EXCLUDED_SHOWN = 50  # excluded trials shown in the metadata
 INDEX_COLUMNS = [
     "bundle_dir",
     "digest",
@@ -81,10 +82,9 @@ def curated_rollouts(
     )
     final = bundle.dataset
     by_reason = final.decision.counts() if final is not None else {}
-    excluded_md = (
-        pd.DataFrame([e.to_dict() for e in bundle.excluded])
+    excluded_md = (  # the first few (meta/excluded.jsonl in the bundle lists them all)
+        pd.DataFrame([e.to_dict() for e in bundle.excluded[:EXCLUDED_SHOWN]])
         .loc[:, ["job", "rollout", "outcome", "reason", "detail"]]
-        .head(50)
         .to_markdown(index=False)
         if bundle.excluded
         else "_none_"

@@ -5,7 +5,8 @@ folder.
 for each exported trial; it selects nothing.  It builds every row (streamed, in
 ``rollout_id`` order), writes the Parquet shards of each config; a trial whose row cannot be
 built, or whose artifacts duplicate another exported trial's, goes back into the decision
-(``DatasetReview.with_curation``), and the card, the review report (``report/``) and
+(``DatasetReview.with_curation``), and the card, the review report (``report/``),
+``meta/excluded.jsonl`` (every excluded trial with its reason, written a line at a time) and
 ``meta/manifest.json`` are rendered from that final decision, so all of them name the same
 exported trials as the rows.  Then ``meta/checksums.sha256``, and the folder moves to
 ``<staging_root>/<release digest[:16]>``.  The folder is content-addressed: identical input
@@ -47,6 +48,7 @@ from bf_assets.dataset.decide import CURATION_ERROR, DUPLICATE, Exclusion
 from bf_assets.dataset.reportfiles import REPORT_JSON, REPORT_MD, ReportContext, report_files
 from bf_assets.publish.card import LICENSE_PATH, CardFacts, render_card, render_license
 from bf_assets.publish.changes import load_previous, release_changes
+from bf_assets.publish.excluded import EXCLUDED_PATH, write_excluded
 from bf_assets.publish.manifest import (
     CHECKSUMS_PATH,
     MANIFEST_PATH,
@@ -260,11 +262,7 @@ def build_bundle(
         reasons = reason_lines(final.assessment.decisive())
         jobs = sorted({d.job for d in final.decision.decisions})
         split_doc = splits.to_dict()
-        changes = release_changes(
-            load_previous(opts.previous_manifest),
-            sources,
-            [e.to_dict() for e in excluded],
-        )
+        changes = release_changes(load_previous(opts.previous_manifest), sources, excluded)
         facts = CardFacts(
             pretty_name=opts.pretty_name,
             license=opts.license,
@@ -290,6 +288,7 @@ def build_bundle(
             changes=changes,
         )
         report_files(final, tmp, report or ReportContext(), clean=True)
+        write_excluded(tmp / EXCLUDED_PATH, excluded)
         content = [
             _file_record(tmp, s.path, config=s.config, split=s.split, rows=s.rows)
             for c in opts.configs
@@ -299,7 +298,7 @@ def build_bundle(
         if facts.license_file:
             (tmp / facts.license_file).write_text(render_license(facts), encoding="utf-8")
             content.append(_file_record(tmp, facts.license_file))
-        content += [_file_record(tmp, p) for p in (REPORT_MD, REPORT_JSON)]
+        content += [_file_record(tmp, p) for p in (REPORT_MD, REPORT_JSON, EXCLUDED_PATH)]
 
         def seal(card: CardFacts) -> tuple[list[FileRecord], str]:
             """Card, manifest and checksums over ``content``; the release digest."""

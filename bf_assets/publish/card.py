@@ -33,6 +33,7 @@ from bf_assets.curate.schema import (
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
 from bf_assets.publish.changes import changes_markdown
+from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
 
 TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsbench"]
@@ -493,7 +494,7 @@ def render_card(facts: CardFacts) -> str:
     p.append(f"\n## Excluded trials ({n_excluded})\n\n")
     p.append(_table(["reason", "trials"], sorted(by_reason.items())) + "\n")
     # The card stays readable (and its size bounded) on any corpus: the per-trial table
-    # names the first trials of each reason; the manifest lists every excluded trial.
+    # names the first trials of each reason; meta/excluded.jsonl lists every excluded trial.
     shown = f.excluded
     p.append(
         _table(
@@ -504,8 +505,8 @@ def render_card(facts: CardFacts) -> str:
     if len(shown) < n_excluded:
         p.append(
             f"\n{len(shown)} of {n_excluded} excluded trials are listed here (at most "
-            f"{CARD_EXCLUDED_PER_REASON} per reason); `{MANIFEST_PATH}` (`excluded`) and "
-            "`report/review.json` list every one with its reason.\n"
+            f"{CARD_EXCLUDED_PER_REASON} per reason); `{EXCLUDED_PATH}` (one line per trial) "
+            "and `report/review.json` list every one with its reason.\n"
         )
     if f.not_ingested:
         p.append(
@@ -559,7 +560,8 @@ def render_card(facts: CardFacts) -> str:
         + "\n"
     )
     p.append(
-        f"- Manifest with per-file sha256, the splits and every source trial: `{MANIFEST_PATH}`; checksums: `{CHECKSUMS_PATH}`.\n"
+        f"- Manifest with per-file sha256, the splits and every source trial: `{MANIFEST_PATH}`; "
+        f"every excluded trial with its reason: `{EXCLUDED_PATH}`; checksums: `{CHECKSUMS_PATH}`.\n"
     )
     p.append(
         "\n## Licensing\n\nTask content follows the task source's license. Model outputs are "

@@ -1,7 +1,7 @@
 """What changed since the previous release, read from its manifest.
 
 Compares the trials a new release exports and excludes with the ones the previous release's
-``meta/manifest.json`` lists: trials **added** to the export, **removed** from it (with the
+``meta/manifest.json`` and ``meta/excluded.jsonl`` list: trials **added** to the export, **removed** from it (with the
 reason they are excluded now, when they still are reviewed), **re-reviewed** (exported in
 both, but their artifacts changed: another ``rollout_id``) and **verdict flips** (the same
 trial's verdict differs).  A release whose trials are exactly the previous release's keeps
@@ -11,57 +11,92 @@ files (the release stays content-addressed and idempotent).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from bf_assets.dataset.decide import Exclusion
+from bf_assets.publish.excluded import pointed_path, read_excluded
+
 Key = tuple[str, str]
 SHOWN = 20  # trials listed per kind on the card (the manifest lists them all)
 
 
-def load_previous(path: str | Path | None) -> dict[str, Any] | None:
-    """The previous release's manifest, or ``None`` (no release yet, or unreadable)."""
+@dataclass(slots=True)
+class Previous:
+    """The release in place: its manifest and, per excluded trial, ``(verdict, reason)``."""
+
+    manifest: dict[str, Any]
+    held: dict[Key, tuple[str, str]]
+
+    @classmethod
+    def of(cls, manifest: dict[str, Any], excluded: Iterable[Mapping[str, Any]]) -> Previous:
+        held = {_key(e): (str(e.get("verdict")), str(e.get("reason"))) for e in excluded}
+        return cls(manifest, held)
+
+
+def load_previous(path: str | Path | None) -> Previous | None:
+    """The previous release, from its manifest and the excluded-trials file it points at
+    (read a line at a time; a version-1 manifest lists them itself), or ``None`` (no release
+    yet, or unreadable)."""
     if path is None:
         return None
     try:
         doc = orjson.loads(Path(path).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("source_trials"), list) else None
+    if not isinstance(doc, dict) or not isinstance(doc.get("source_trials"), list):
+        return None
+    listed = doc.pop("excluded", None)
+    if isinstance(listed, list):  # manifest version 1
+        return Previous.of(doc, (e for e in listed if isinstance(e, dict)))
+    rel = pointed_path(doc)
+    if rel is None:
+        return None
+    try:
+        return Previous.of(doc, _records(Path(path).parent.parent / rel))
+    except (OSError, ValueError):
+        return None
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    for line in read_excluded(path):
+        if line.record is None:
+            raise ValueError(f"{path} line {line.number} is not an excluded trial")
+        yield line.record
 
 
 def _key(d: Mapping[str, Any]) -> Key:
     return (str(d.get("job")), str(d.get("rollout")))
 
 
-def _state(
-    sources: Iterable[Mapping[str, Any]], excluded: Iterable[Mapping[str, Any]]
-) -> tuple[dict[Key, str], dict[Key, tuple[str, str]]]:
-    """``({key: rollout_id} of exported trials, {key: (verdict, reason)} of excluded ones)``."""
-    exported = {_key(s): str(s.get("rollout_id")) for s in sources}
-    held = {_key(e): (str(e.get("verdict")), str(e.get("reason"))) for e in excluded}
-    return exported, held
+def _exported(sources: Iterable[Mapping[str, Any]]) -> dict[Key, str]:
+    """``{key: rollout_id}`` of exported trials (``source_trials`` records)."""
+    return {_key(s): str(s.get("rollout_id")) for s in sources}
 
 
 def release_changes(
-    previous: Mapping[str, Any] | None,
+    previous: Previous | None,
     sources: Sequence[Mapping[str, Any]],
-    excluded: Sequence[Mapping[str, Any]],
+    excluded: Iterable[Exclusion],
 ) -> dict[str, Any] | None:
     """The changelog of a release against ``previous`` (``None`` for a first release)."""
     if previous is None:
         return None
-    old_exp, old_held = _state(previous.get("source_trials") or [], previous.get("excluded") or [])
-    new_exp, new_held = _state(sources, excluded)
+    manifest = previous.manifest
+    old_exp, old_held = _exported(manifest.get("source_trials") or []), previous.held
+    new_exp = _exported(sources)
+    new_held = {e.key: (e.verdict, e.reason) for e in excluded}
     if (old_exp, old_held) == (new_exp, new_held):
         # the same trials as the release in place: keep its changelog (a first release's
         # ``None`` included), so the new files are byte for byte the ones published
-        if "changes" in previous:
-            kept = previous["changes"]
+        if "changes" in manifest:
+            kept = manifest["changes"]
             return dict(kept) if isinstance(kept, dict) else None
-        return _empty(previous)  # a manifest of an older version, without a changelog
+        return _empty(manifest)  # a manifest of an older version, without a changelog
 
     def show(k: Key) -> str:
         return f"{k[0]}/{k[1]}"
@@ -82,8 +117,8 @@ def release_changes(
         if old_verdict[k] != new_verdict[k]
     )
     return {
-        "previous_release": previous.get("release_tag"),
-        "previous_verdict": previous.get("release_verdict"),
+        "previous_release": manifest.get("release_tag"),
+        "previous_verdict": manifest.get("release_verdict"),
         "added": added,
         "removed": removed,
         "re_reviewed": re_reviewed,

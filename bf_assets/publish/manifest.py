@@ -1,8 +1,13 @@
 """``meta/manifest.json``: what a release contains and where it came from.
 
 Deterministic: keys sorted, lists in a fixed order, no wall-clock value, no host path and no
-token.  The release digest (and the tag derived from it) is computed over every published
-file, manifest included, so any change to any byte gives a new release.
+token.  The excluded trials (every reviewed trial that is not exported: as many as the corpus
+holds) are in ``meta/excluded.jsonl`` (``bf_assets.publish.excluded``), not here: the
+manifest counts them (per reason and per check) and points at that file
+(``excluded_trials``), which its file list checksums like every other.
+
+The release digest (and the tag derived from it) is computed over every published file,
+manifest included, so any change to any byte gives a new release.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import SCHEMA_VERSION
 from bf_assets.dataset.decide import Exclusion
+from bf_assets.publish.excluded import excluded_pointer
 from bf_assets.review.record import SLOT_FIELDS
 
 MANIFEST_PATH = "meta/manifest.json"
 CHECKSUMS_PATH = "meta/checksums.sha256"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: the excluded trials in their own file
 PIPELINE = "bf-assets"
 
 
@@ -111,7 +117,8 @@ def build_manifest(
     """``configs`` is ``{config: {split: rows}}``; ``splits`` how the release was split
     (``SplitPlan.to_dict()``: method, fraction, seed, where they came from, the tasks of each
     split); ``release_tag`` the tag the release is published under (``None`` in the draft the
-    tag is derived from, see ``bf_assets.publish.bundle``)."""
+    tag is derived from, see ``bf_assets.publish.bundle``); ``excluded`` are counted, their
+    lines are :func:`bf_assets.publish.excluded.write_excluded`'s."""
     by_reason, by_check = exclusion_counts(excluded)
     doc = {
         "manifest_version": MANIFEST_VERSION,
@@ -133,7 +140,7 @@ def build_manifest(
         "source_refs": sorted({s["source_ref"] for s in sources if s.get("source_ref")}),
         "task_digests": sorted({s["task_digest"] for s in sources if s.get("task_digest")}),
         "source_trials": sorted(sources, key=lambda s: s["rollout_id"]),
-        "excluded": [e.to_dict() for e in excluded],
+        "excluded_trials": excluded_pointer(len(excluded)),
         "exclusions_by_reason": by_reason,
         "exclusions_by_check": by_check,
         "cleaning": stats.to_dict(),

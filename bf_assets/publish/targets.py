@@ -2,7 +2,8 @@
 result record and the error type.
 
 A bundle folder (``bf_assets.publish.bundle``) holds ``README.md``, ``report/``,
-``data/<config>/…`` and ``meta/manifest.json`` + ``meta/checksums.sha256``.  Every target
+``data/<config>/…``, ``meta/excluded.jsonl`` (every excluded trial with its reason, a line
+each) and ``meta/manifest.json`` + ``meta/checksums.sha256``.  Every target
 (``publish.local``, ``publish.hub``) publishes the files the manifest lists (plus the
 manifest and checksums), idempotently: publishing an unchanged bundle changes nothing, and a
 target always verifies what it wrote.

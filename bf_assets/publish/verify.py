@@ -2,11 +2,13 @@
 
 :func:`verify_bundle` trusts nothing the curation step did: it re-hashes every file against
 the manifest, refuses files the manifest does not list, re-reads every Parquet shard and
-runs :func:`bf_assets.curate.scan.scan_row` on every row, scans the card, the report and the
-manifest, and (given the dataset review) proves the rows are exactly the trials the review
-decided to export: none more, and none fewer than the curation outcomes the manifest records
-(``duplicate``, ``curation error``), each row's artifacts unchanged since the review, and the
-manifest's release verdict the one that decision gives.  The blocking asset checks and ``published_dataset``
+runs :func:`bf_assets.curate.scan.scan_row` on every row, scans the card, the report, the
+manifest and the excluded trials (``meta/excluded.jsonl``, a line at a time), and (given the
+dataset review) proves the rows are exactly the trials the review decided to export: none
+more, and none fewer than the curation outcomes the excluded trials record (``duplicate``,
+``curation error``), each row's artifacts unchanged since the review, every trial the
+decision excludes listed with its reason (line for line, none more), and the manifest's
+release verdict the one that decision gives.  The blocking asset checks and ``published_dataset``
 both call it, so the gate holds even for a run that selects only the publish step.
 
 JSON-typed values (``schema.JSON``) come back from a shard as JSON text: ``scan_row`` parses
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pyarrow.parquet as pq
 
+from bf_assets.curate.clean import Cleaner
 from bf_assets.curate.scan import (
     NOT_READY,
     PUBLISH_CHECKS,
@@ -36,11 +40,18 @@ from bf_assets.curate.scan import (
 )
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
-from bf_assets.dataset.common import TrialKey
-from bf_assets.dataset.decide import CURATION_REASONS
+from bf_assets.dataset.common import TrialKey, show_key
+from bf_assets.dataset.decide import CURATION_REASONS, Decision
 from bf_assets.findings import Finding, finding
 from bf_assets.publish.bundle import review_exports, worst_verdict
 from bf_assets.publish.card import LICENSE_PATH
+from bf_assets.publish.excluded import (
+    EXCLUDED_PATH,
+    excluded_line,
+    pointed_count,
+    pointed_path,
+    read_excluded,
+)
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.review.record import TrialReview
@@ -193,20 +204,75 @@ def _arguments_findings(
     return out
 
 
-def _curation_outcomes(manifest: dict[str, Any]) -> dict[TrialKey, tuple[str, str]]:
-    out = {}
-    for e in manifest.get("excluded") or []:
-        if isinstance(e, dict) and e.get("reason") in CURATION_REASONS:
-            out[(str(e.get("job")), str(e.get("rollout")))] = (
-                str(e["reason"]),
-                str(e.get("detail") or ""),
+def _scan_excluded(
+    bundle: Path, manifest: dict[str, Any], listed: set[str], cache: TextCache, report: GateReport
+) -> tuple[int, dict[TrialKey, tuple[str, str]]] | None:
+    """Scan the excluded-trials file a line at a time (each line's record like any published
+    value); ``(lines, curation outcomes it records)``, or ``None`` when it cannot be read."""
+    rel = pointed_path(manifest)
+    if rel is None or rel not in listed:
+        report.add(
+            finding(
+                SCHEMA,
+                f"{MANIFEST_PATH} does not list {EXCLUDED_PATH} as its excluded trials",
+                file=MANIFEST_PATH,
             )
-    return out
+        )
+        return None
+    n = 0
+    outcomes: dict[TrialKey, tuple[str, str]] = {}
+    try:
+        for line in read_excluded(bundle / rel):
+            n += 1
+            where = f"{rel} line {line.number}"
+            rec = line.record
+            if rec is None:
+                report.add(finding(SCHEMA, f"{where} is not an excluded trial record", file=rel))
+                continue
+            report.extend(scan_value(rec, where, cache))
+            if rec["reason"] in CURATION_REASONS:
+                outcomes[(rec["job"], rec["rollout"])] = (
+                    rec["reason"],
+                    str(rec.get("detail") or ""),
+                )
+    except OSError as exc:
+        report.add(finding(SCHEMA, f"{rel} cannot be read: {exc}", file=rel))
+        return None
+    if n != pointed_count(manifest):
+        report.add(
+            finding(
+                SCHEMA,
+                f"{rel} lists {n} trials, the manifest says {pointed_count(manifest)}",
+                file=rel,
+            )
+        )
+    return n, outcomes
+
+
+def _match_excluded(bundle: Path, excluded: Sequence[Decision], report: GateReport) -> None:
+    """The excluded-trials file is, line for line, the decision's excluded trials with their
+    reasons (the bytes :func:`excluded_line` gives): none lost, none added, none changed."""
+    cleaner = Cleaner()
+    try:
+        for d, line in zip_longest(excluded, read_excluded(bundle / EXCLUDED_PATH)):
+            if line is None:
+                what = f"{show_key(d.key)} ({d.reason}) is excluded but not listed"
+                report.add(finding(SCHEMA, f"{EXCLUDED_PATH}: {what}", file=EXCLUDED_PATH))
+            elif d is None:
+                what = f"line {line.number} lists a trial the dataset review does not exclude"
+                report.add(finding(SCHEMA, f"{EXCLUDED_PATH} {what}", file=EXCLUDED_PATH))
+            elif line.raw != excluded_line(d, cleaner):
+                what = f"line {line.number} is not {show_key(d.key)} excluded as {d.reason!r}"
+                report.add(finding(SCHEMA, f"{EXCLUDED_PATH} {what}", file=EXCLUDED_PATH))
+    except OSError:
+        pass  # reported by the scan
 
 
 def _cross_check(
+    bundle: Path,
     keys: list[dict[str, Any]],
     manifest: dict[str, Any],
+    recorded: dict[TrialKey, tuple[str, str]] | None,
     dataset: DatasetReview | None,
     rollout_ids: Mapping[TrialKey, str] | None,
     report: GateReport,
@@ -227,10 +293,12 @@ def _cross_check(
         return None
     outcomes = {
         key: v
-        for key, v in _curation_outcomes(manifest).items()
+        for key, v in (recorded or {}).items()
         if (d := dataset.decision.get(key)) is not None and d.exported
     }
     final = dataset.with_curation(outcomes)
+    if recorded is not None:
+        _match_excluded(bundle, final.decision.excluded, report)
     expected = set(final.exports)
     seen: set[TrialKey] = set()
     for k in main:
@@ -390,10 +458,13 @@ def verify_bundle(
         else:
             report.extend(scan_text(text, rel))
     keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache)]
-    report.n_excluded = sum(
-        len(v) for k in ("excluded", "jobs_not_ingested") if isinstance(v := manifest.get(k), list)
+    scanned = _scan_excluded(bundle, manifest, listed, cache, report)
+    not_ingested = manifest.get("jobs_not_ingested")
+    report.n_excluded = (scanned[0] if scanned else 0) + (
+        len(not_ingested) if isinstance(not_ingested, list) else 0
     )
-    decided = _cross_check(keys, manifest, dataset, rollout_ids, report)
+    recorded = scanned[1] if scanned else None
+    decided = _cross_check(bundle, keys, manifest, recorded, dataset, rollout_ids, report)
     problems = sum(len(v) for v in report.findings.values())
     if problems or report.rows.get(DEFAULT_CONFIG, 0) == 0:
         report.verdict = "not_publishable"
