@@ -12,6 +12,7 @@ import base64
 import hashlib
 import html
 import re
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
@@ -90,20 +91,27 @@ def script_hash(js: str) -> str:
 
 def page(title: str, body: str, *, script: str = "") -> str:
     """A whole document: strict CSP (no network; the inline script pinned by hash)."""
+    return "".join(page_parts(title, [body], script=script))
+
+
+def page_parts(title: str, body: Iterable[str], *, script: str = "") -> Iterator[str]:
+    """:func:`page` a piece at a time: the head, the pieces of ``body`` as given (joined with
+    nothing), the tail; a large page is written without ever being one string."""
     script_src = f"'{script_hash(script)}'" if script else "'none'"
     csp = (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         f"script-src {script_src}; base-uri 'none'; form-action 'none'"
     )
     tail = f"<script>{script}</script>\n" if script else ""
-    return (
+    yield (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
         f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"{body}\n{tail}</body>\n</html>\n"
     )
+    yield from body
+    yield f"\n{tail}</body>\n</html>\n"
 
 
 def badge(text: str, cls: str) -> str:

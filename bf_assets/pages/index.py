@@ -8,13 +8,14 @@ each slot linked to the page of the trial that fills it (or the unhealthy attemp
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.findings import sort_findings
-from bf_assets.pages.html import badge, esc, page
+from bf_assets.pages.html import badge, esc, page_parts
 from bf_assets.pages.scrub import Scrub
+from bf_assets.review.record import TrialReview
 
 ORDER = {"quarantined": 0, "rejected": 1}
 
@@ -65,6 +66,19 @@ def render_index(
     clean: bool = True,
     report_href: str | None = None,
 ) -> str:
+    return "".join(index_parts(ds, hrefs, clean=clean, report_href=report_href))
+
+
+def index_parts(
+    ds: DatasetReview,
+    hrefs: Mapping[TrialKey, str],
+    *,
+    clean: bool = True,
+    report_href: str | None = None,
+) -> Iterator[str]:
+    """The index a piece at a time (a row each): the filters above the table need every
+    trial's check ids, harness and task, so the trials are gone over twice, and no more than
+    a row is ever held (a 100,000-trial index is tens of MB)."""
     scrub = Scrub(clean)
     trials = sorted(
         ds.trials,
@@ -74,39 +88,11 @@ def render_index(
     harnesses: set[str] = set()
     tasks: set[str] = set()
     verdicts: set[str] = set()
-    rows = []
     for t in trials:
-        key = trial_key(t)
-        d = ds.decision.get(key)
-        fs = sort_findings(t.findings)
-        ids = list(dict.fromkeys(f.check for f in fs))
-        checks.update(ids)
-        harness = scrub.text(t.identity.harness or "–")
-        task = scrub.text(t.identity.task_id or "–")
-        harnesses.add(harness)
-        tasks.add(task)
+        checks.update(f.check for f in t.findings)
+        harnesses.add(scrub.text(t.identity.harness or "–"))
+        tasks.add(scrub.text(t.identity.task_id or "–"))
         verdicts.add(t.verdict)
-        name = esc(scrub.text(t.ref.rollout))
-        href = hrefs.get(key)
-        link = f'<a href="{esc(href)}">{name}</a>' if href else name
-        link += f'<br><span class="muted">{esc(scrub.text(t.ref.job_key))}</span>'
-
-        worst = {f.check: f.severity for f in reversed(fs)}
-        check_html = " ".join(
-            f'<code class="s-{esc(worst[c])}">{esc(c)}</code>' for c in ids[:8]
-        ) + (f" <span class='muted'>+{len(ids) - 8}</span>" if len(ids) > 8 else "")
-        entry = ds.quarantine.get(key)
-        manual = esc(f"{entry.action} by {scrub.text(entry.by)}") if entry else ""
-        export = esc(d.reason) if d else ""
-        rows.append(
-            f'<tr data-checks="{esc(" ".join(ids))}" data-harness="{esc(harness)}" '
-            f'data-task="{esc(task)}" data-verdict="{esc(t.verdict)}">'
-            f"<td>{badge(t.verdict, 'v-' + t.verdict)}</td><td>{export}</td><td>{link}</td>"
-            f"<td>{esc(task)}</td><td>{esc(harness)}</td>"
-            f"<td>{esc(scrub.text(t.identity.model or '–'))}</td>"
-            f"<td>{esc(t.identity.skill_mode or '–')}</td><td>{esc(t.identity.sandbox or '–')}</td>"
-            f"<td>{esc(t.outcome)}</td><td>{check_html}</td><td>{manual}</td></tr>"
-        )
     n_q = sum(1 for t in trials if t.verdict == "quarantined")
     n_r = sum(1 for t in trials if t.verdict == "rejected")
     head = [
@@ -131,23 +117,55 @@ def render_index(
         + f'<span>showing <span id="shown" class="count">{len(trials)}</span> of {len(trials)}</span>'
         + "</div>"
     )
-    table = (
-        '<table id="trials"><thead><tr><th>verdict</th><th>export</th><th>trial</th><th>task</th>'
-        "<th>harness</th><th>model</th><th>skill mode</th><th>sandbox</th><th>outcome</th>"
-        "<th>checks</th><th>manual</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-    )
-    body = [
+    before = [
         *head,
         "<main>",
         '<section id="list"><h2>Trials</h2>',
         '<p class="muted">Quarantined trials first (they wait for a person), then rejected ones.</p>',
         filters,
-        table,
-        "</section>",
-        _coverage(ds, hrefs, scrub),
-        "</main>",
     ]
-    return page("Trial review pages", "\n".join(body), script=FILTER_JS)
+
+    def body() -> Iterator[str]:
+        yield "\n".join(before) + "\n"
+        yield (
+            '<table id="trials"><thead><tr><th>verdict</th><th>export</th><th>trial</th>'
+            "<th>task</th><th>harness</th><th>model</th><th>skill mode</th><th>sandbox</th>"
+            "<th>outcome</th><th>checks</th><th>manual</th></tr></thead><tbody>"
+        )
+        for t in trials:
+            yield _row(ds, t, hrefs, scrub)
+        yield "</tbody></table>\n</section>\n" + _coverage(ds, hrefs, scrub) + "\n</main>"
+
+    yield from page_parts("Trial review pages", body(), script=FILTER_JS)
+
+
+def _row(ds: DatasetReview, t: TrialReview, hrefs: Mapping[TrialKey, str], scrub: Scrub) -> str:
+    key = trial_key(t)
+    d = ds.decision.get(key)
+    fs = sort_findings(t.findings)
+    ids = list(dict.fromkeys(f.check for f in fs))
+    harness = scrub.text(t.identity.harness or "–")
+    task = scrub.text(t.identity.task_id or "–")
+    name = esc(scrub.text(t.ref.rollout))
+    href = hrefs.get(key)
+    link = f'<a href="{esc(href)}">{name}</a>' if href else name
+    link += f'<br><span class="muted">{esc(scrub.text(t.ref.job_key))}</span>'
+    worst = {f.check: f.severity for f in reversed(fs)}
+    check_html = " ".join(f'<code class="s-{esc(worst[c])}">{esc(c)}</code>' for c in ids[:8]) + (
+        f" <span class='muted'>+{len(ids) - 8}</span>" if len(ids) > 8 else ""
+    )
+    entry = ds.quarantine.get(key)
+    manual = esc(f"{entry.action} by {scrub.text(entry.by)}") if entry else ""
+    export = esc(d.reason) if d else ""
+    return (
+        f'<tr data-checks="{esc(" ".join(ids))}" data-harness="{esc(harness)}" '
+        f'data-task="{esc(task)}" data-verdict="{esc(t.verdict)}">'
+        f"<td>{badge(t.verdict, 'v-' + t.verdict)}</td><td>{export}</td><td>{link}</td>"
+        f"<td>{esc(task)}</td><td>{esc(harness)}</td>"
+        f"<td>{esc(scrub.text(t.identity.model or '–'))}</td>"
+        f"<td>{esc(t.identity.skill_mode or '–')}</td><td>{esc(t.identity.sandbox or '–')}</td>"
+        f"<td>{esc(t.outcome)}</td><td>{check_html}</td><td>{manual}</td></tr>"
+    )
 
 
 def _coverage(ds: DatasetReview, hrefs: Mapping[TrialKey, str], scrub: Scrub) -> str:

@@ -24,7 +24,7 @@ import re
 import stat
 import time
 from collections import deque
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +36,7 @@ from bf_assets.batch.run import fork_pool
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
-from bf_assets.pages.index import render_index
+from bf_assets.pages.index import index_parts
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
 from bf_assets.redact import RULES_ENV, default_rules
@@ -72,10 +72,11 @@ class PagesResult:
     reused: int = 0  # pages whose inputs had not changed: not rendered again
 
 
-def _write(path: Path, text: str) -> int:
-    """Write a page atomically (a temporary file of this process, one rename), 0644 like
-    ``reportfiles.write_atomic``; the folder is made when missing."""
-    data = text.encode("utf-8")
+def _write(path: Path, text: str | Iterable[str]) -> int:
+    """Write a page (a string, or its pieces, encoded one at a time) atomically (a temporary
+    file of this process, one rename), 0644 like ``reportfiles.write_atomic``; the folder is
+    made when missing."""
+    pieces = [text] if isinstance(text, str) else text
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
@@ -85,13 +86,15 @@ def _write(path: Path, text: str) -> int:
         fd = os.open(tmp, flags, 0o644)
     try:
         os.fchmod(fd, 0o644)  # whatever the umask
+        n = 0
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for piece in pieces:
+                n += fh.write(piece.encode("utf-8"))
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return len(data)
+    return n
 
 
 def write_pages(
@@ -141,8 +144,7 @@ def write_pages(
         for k, h in hrefs.items()
         if k in res.pages or wanted is not None and (out / h).is_file()
     }
-    index = render_index(ds, linked, clean=clean, report_href=report_rel)
-    res.bytes += _write(res.index, index)
+    res.bytes += _write(res.index, index_parts(ds, linked, clean=clean, report_href=report_rel))
     if wanted is None:
         keep = {p.name for p in res.pages.values()}
         trials_dir = out / TRIALS_DIR
