@@ -224,18 +224,17 @@ def run_release(
         first = partition_blocks(keys, keys, sizes, ingest_run_trials())[:1]
         prefetch(_block_trials(trials, first[0]) if first else [], options)
         try:
-            with pinned_discovery(roots, trials):
-                return _release(
-                    roots,
-                    trials,
-                    options,
-                    str(out),
-                    hub_repo,
-                    tasks=tasks,
-                    plan=plan,
-                    quarantine=quarantine,
-                    staging_dir=staging_dir,
-                )
+            return _release(
+                roots,
+                trials,
+                options,
+                str(out),
+                hub_repo,
+                tasks=tasks,
+                plan=plan,
+                quarantine=quarantine,
+                staging_dir=staging_dir,
+            )
         finally:
             cancel_prefetch()
 
@@ -301,7 +300,7 @@ def _ingest(
 
 def _release(
     roots: list[str],
-    trials: Sequence[TrialRef],
+    trials: list[TrialRef],
     options: ReviewOptions,
     out_dir: str | None,
     hub_repo: str | None,
@@ -346,7 +345,9 @@ def _release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, trials, options)
+    with pinned_discovery(roots, trials):
+        failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, trials, options)
+    trials.clear()  # past ingest the walk is not needed: the runs' tables hold the trials
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:
