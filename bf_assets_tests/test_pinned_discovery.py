@@ -59,3 +59,28 @@ def test_the_pin_is_for_its_roots_only_and_is_undone_on_exit(
         t for t in trials if t.job_key == trials[0].job_key
     ]
     assert len(walks) == 2
+
+
+def test_unpinning_inside_the_block_ends_the_pin_and_keeps_nothing(
+    jobs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import weakref
+
+    class Walk(list):  # a list that can be watched with a weak reference
+        pass
+
+    trials = Walk(discovery.discover_trials([jobs]))
+    key = trials[0].job_key
+    want = [t for t in trials if t.job_key == key]
+    gone = weakref.ref(trials)
+    walks = _count_walks(monkeypatch)
+    with pinned_discovery([jobs], trials) as pin:
+        del trials
+        gc.collect()
+        assert gone() is None  # the pin keeps its index, not the list it was given
+        assert trials_of_jobs([jobs], [key]) == want and walks == []
+        pin.unpin()
+        assert trials_of_jobs([jobs], [key]) == want and len(walks) == 1
+        pin.unpin()  # twice is once
+    assert trials_of_jobs([jobs], [key]) == want and len(walks) == 2

@@ -31,8 +31,8 @@ import orjson
 
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.reportfiles import REPORT_MD
-from bf_assets.ingest.discovery import TrialRef, discover_trials
-from bf_assets.ingest.pinned import pinned_discovery
+from bf_assets.ingest.discovery import discover_trials
+from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
 from bf_assets.publish.local import check_targets, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
@@ -222,19 +222,22 @@ def run_release(
         # the first ingest run's trials (the partition order of a new instance is this
         # sorted order; a mismatch only means the first run reads its trials itself)
         first = partition_blocks(keys, keys, sizes, ingest_run_trials())[:1]
-        prefetch(_block_trials(trials, first[0]) if first else [], options)
         try:
-            return _release(
-                roots,
-                trials,
-                options,
-                str(out),
-                hub_repo,
-                tasks=tasks,
-                plan=plan,
-                quarantine=quarantine,
-                staging_dir=staging_dir,
-            )
+            with pinned_discovery(roots, trials) as pin:
+                del trials  # the pin holds them until ingest is done
+                prefetch(trials_of_jobs(roots, first[0]) if first else [], options)
+                return _release(
+                    roots,
+                    pin,
+                    sizes,
+                    options,
+                    str(out),
+                    hub_repo,
+                    tasks=tasks,
+                    plan=plan,
+                    quarantine=quarantine,
+                    staging_dir=staging_dir,
+                )
         finally:
             cancel_prefetch()
 
@@ -262,26 +265,21 @@ def _waiting_lock(path: Path, what: str) -> Iterator[None]:
         yield
 
 
-def _block_trials(trials: Sequence[TrialRef], block: Sequence[str]) -> list[TrialRef]:
-    """The trials of one ingest run's partitions, in the order the run reads them."""
-    wanted = set(block)
-    return [t for t in trials if t.job_key in wanted]
-
-
 def _ingest(
     job: Any,
     instance: Any,
     order: Sequence[str],
-    trials: Sequence[TrialRef],
+    roots: Sequence[str],
+    sizes: Mapping[str, int],
     options: ReviewOptions,
 ) -> tuple[list[str], list[str]]:
-    """Run ``ingest_job`` over the partitions of ``trials`` (one run per block of consecutive
-    partitions of at most :func:`ingest_run_trials` trials; each run's trials are reviewed in
-    the workers while the run before it writes its tables); the keys of the runs that
+    """Run ``ingest_job`` over the job partitions of ``sizes`` (trials per partition; one run
+    per block of consecutive partitions of at most :func:`ingest_run_trials` trials; each
+    run's trials, as the run will take them from the pinned walk of ``roots``, are reviewed
+    in the workers while the run before it writes its tables); the keys of the runs that
     failed, and why."""
-    sizes = Counter(t.job_key for t in trials)
     blocks = partition_blocks(order, sorted(sizes), sizes, ingest_run_trials())
-    queue_prefetch([_block_trials(trials, b) for b in blocks[1:]], options)
+    queue_prefetch([trials_of_jobs(roots, b) for b in blocks[1:]], options)
     failed: list[str] = []
     why: list[str] = []
     for block in blocks:
@@ -300,7 +298,8 @@ def _ingest(
 
 def _release(
     roots: list[str],
-    trials: list[TrialRef],
+    pin: Pin,
+    sizes: Mapping[str, int],
     options: ReviewOptions,
     out_dir: str | None,
     hub_repo: str | None,
@@ -340,14 +339,15 @@ def _release(
     )
     instance = dg.DagsterInstance.get()
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
-    keys = sorted({t.job_key for t in trials})
+    keys = sorted(sizes)
     new = [k for k in keys if k not in known]
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
-    with pinned_discovery(roots, trials):
-        failed, why = _ingest(defs.resolve_job_def("ingest_job"), instance, order, trials, options)
-    trials.clear()  # past ingest the walk is not needed: the runs' tables hold the trials
+    failed, why = _ingest(
+        defs.resolve_job_def("ingest_job"), instance, order, roots, sizes, options
+    )
+    pin.unpin()  # past ingest the walk is not needed: the runs' tables hold the trials
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     if failed:

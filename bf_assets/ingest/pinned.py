@@ -11,8 +11,7 @@ sensor, a backfill) each run walks the roots itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 
 from bf_assets.ingest.discovery import TrialRef, discover_trials
 
@@ -24,25 +23,50 @@ def _roots_key(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
     return tuple(os.path.abspath(r) for r in roots)
 
 
-@contextmanager
-def pinned_discovery(
-    roots: Sequence[str | os.PathLike[str]], trials: Sequence[TrialRef]
-) -> Iterator[None]:
-    """Within the block, :func:`trials_of_jobs` over exactly ``roots`` answers from
-    ``trials`` (the result of ``discover_trials(roots)``) instead of walking again."""
-    key = _roots_key(roots)
+class Pin:
+    """A pinned walk, a context manager: inside it (until :meth:`unpin`, which may come
+    earlier) :func:`trials_of_jobs` over exactly its roots answers from its trials.  It keeps
+    the trials indexed by job, not the list it was given."""
+
+    def __init__(self, roots: Sequence[str | os.PathLike[str]], trials: Sequence[TrialRef]) -> None:
+        self._key = _roots_key(roots)
+        self._by_job = _by_job(trials)
+        self._previous: dict[str, list[tuple[int, TrialRef]]] | None = None
+        self._active = False
+
+    def __enter__(self) -> Pin:
+        self._previous = _PINS.get(self._key)
+        _PINS[self._key] = self._by_job
+        self._active = True
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.unpin()
+
+    def unpin(self) -> None:
+        """End the pin now: a walk's answers again, and its trials let go."""
+        self._by_job = {}
+        if not self._active:
+            return
+        self._active = False
+        if self._previous is None:
+            _PINS.pop(self._key, None)
+        else:
+            _PINS[self._key] = self._previous
+        self._previous = None
+
+
+def pinned_discovery(roots: Sequence[str | os.PathLike[str]], trials: Sequence[TrialRef]) -> Pin:
+    """Pin ``trials`` (the result of ``discover_trials(roots)``) for ``roots``: ``with
+    pinned_discovery(roots, trials) as pin: ...``."""
+    return Pin(roots, trials)
+
+
+def _by_job(trials: Sequence[TrialRef]) -> dict[str, list[tuple[int, TrialRef]]]:
     by_job: dict[str, list[tuple[int, TrialRef]]] = {}
     for i, t in enumerate(trials):
         by_job.setdefault(t.job_key, []).append((i, t))
-    previous = _PINS.get(key)
-    _PINS[key] = by_job
-    try:
-        yield
-    finally:
-        if previous is None:
-            _PINS.pop(key, None)
-        else:
-            _PINS[key] = previous
+    return by_job
 
 
 def trials_of_jobs(
