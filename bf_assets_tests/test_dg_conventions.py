@@ -218,10 +218,13 @@ def test_dg_check_defs_passes_from_the_checkout() -> None:
     assert "All definitions loaded successfully" in res.stdout + res.stderr
 
 
-def test_dev_ui_launches_dg_dev_outside_the_checkout_folder() -> None:
-    """``dagster dev`` is superseded by ``dg dev``; started in the checkout, where the shipped
-    defaults sit as ``dagster.yaml``, Dagster warns that the file is not the instance's."""
+def test_dev_ui_launches_the_ui_outside_the_checkout_folder() -> None:
+    """``./dev ui`` starts ``bf-assets ui`` (the webserver and a daemon whose backfill loop
+    looks every second; ``dagster dev`` and ``dg dev`` start Dagster's 30 s loop) on the
+    workspace file; started in the checkout, where the shipped defaults sit as
+    ``dagster.yaml``, Dagster warns that the file is not the instance's."""
     script = (REPO / "dev").read_text()
     ui = script[script.index("  ui)") : script.index(";;", script.index("  ui)"))]
-    assert "dagster dev" not in ui and 'dg" dev' in ui
+    assert "dagster dev" not in ui and 'dg" dev' not in ui
+    assert 'bf-assets" ui -w "$ROOT/workspace.yaml"' in ui
     assert 'cd "$DAGSTER_HOME"' in ui

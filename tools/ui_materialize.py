@@ -2,7 +2,7 @@
 
 On the sample (``data/runs``) and a fresh temporary instance seeded with the shipped
 ``bf_assets/defaults/dagster.yaml`` (or ``--config``), this starts the webserver and the
-daemon as ``./dev ui`` does (``dg dev -w workspace.yaml`` in the instance folder), registers
+daemon as ``./dev ui`` does (``bf-assets ui -w workspace.yaml`` in the instance folder), registers
 the job directories as partitions (what the ``new_job_dirs`` sensor's first tick does; the
 sensor itself stays stopped), opens the global asset lineage in Debian's chromium through
 Playwright, clicks "Materialize all", picks "All" partitions and "Launch backfill", and waits
@@ -16,8 +16,8 @@ Reported (seconds): click → last run finished; the runs' own execution (RUN_ST
 RUN_SUCCESS, and the steps inside it); the idle time (no run executing: backfill daemon,
 queue, run-worker start); the CLI release's wall and CPU; the ratio UI / CLI (the target is
 ≤ 2).  Exit status 1 when a run or the backfill did not succeed, or the UI published other
-bytes than the CLI.  Needs ``playwright`` (the test extra), ``dagster-dg-cli`` (the ui
-extra; else ``dagster dev``) and ``apt-get install chromium``.
+bytes than the CLI.  Needs ``playwright`` (the test extra)
+and ``apt-get install chromium``.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def gql(base: str, query: str, variables: Mapping[str, Any] | None = None) -> di
 
 
 def ui_env(home: Path, work: Path, extra: Mapping[str, str]) -> dict[str, str]:
-    """The environment ``./dev ui`` gives ``dg dev``, with the warehouse and the published
+    """The environment ``./dev ui`` gives ``bf-assets ui``, with the warehouse and the published
     folder in ``work`` (never the checkout's ``data/``)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BF_", "DAGSTER_"))}
     env.update(
@@ -94,14 +94,9 @@ def fresh_home(home: Path, config: Path) -> None:
 
 
 def start_ui(home: Path, env: Mapping[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
-    """``dg dev -w workspace.yaml`` in the instance folder, as ``./dev ui`` runs it (``dagster
-    dev`` where the dg CLI is not installed); its own process group, to stop it whole."""
-    dg = BIN / "dg"
-    cmd = (
-        [str(dg), "dev", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
-        if dg.exists()
-        else [str(BIN / "dagster"), "dev", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
-    )
+    """``bf-assets ui -w workspace.yaml`` in the instance folder, as ``./dev ui`` runs it (the
+    webserver and ``bf-assets daemon``); its own process group, to stop it whole."""
+    cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
     with log.open("wb") as out:
         return subprocess.Popen(
             cmd, cwd=home, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
@@ -116,7 +111,7 @@ def stop_ui(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=20)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the children that outlived dg dev
+        os.killpg(proc.pid, signal.SIGKILL)  # the children that outlived bf-assets ui
     proc.wait(timeout=20)
 
 
@@ -353,7 +348,7 @@ DAEMON_LINE = re.compile(
 
 
 def daemon_log(path: Path) -> list[tuple[float, str, str]]:
-    """``(timestamp, daemon, message)`` of each daemon line ``dg dev`` printed (the
+    """``(timestamp, daemon, message)`` of each daemon line ``bf-assets ui`` printed (the
     timestamps have whole seconds)."""
     out: list[tuple[float, str, str]] = []
     for line in path.read_text(errors="replace").splitlines():
@@ -366,7 +361,7 @@ def daemon_log(path: Path) -> list[tuple[float, str, str]]:
 
 @dataclass
 class Iterations:
-    """The daemon iterations a run waited through, from the ``dg dev`` log."""
+    """The daemon iterations a run waited through, from the ``bf-assets ui`` log."""
 
     run_id: str
     idle_backfill_iterations: (
@@ -482,7 +477,7 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
     env = ui_env(home, work, extra_env)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = start_ui(home, env, port, work / "dg-dev.log")
+    proc = start_ui(home, env, port, work / "ui.log")
     try:
         ready = wait_ready(base, proc, 600)
         keys = sample_job_keys()
@@ -498,7 +493,7 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
     finally:
         stop_ui(proc)
     runs = run_timeline(home, bf["id"])
-    log = daemon_log(work / "dg-dev.log")
+    log = daemon_log(work / "ui.log")
     return summarize(str(config), ready, clicked, bf, runs, log, cpu), work / "published"
 
 

@@ -78,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--hub-repo", metavar="ID", help="Hub dataset repo to publish to (token from HF_TOKEN)"
     )
     _person_parsers(sub)
+    from bf_assets.cli import ui
+
+    ui.add_parsers(sub)
     return p
 
 
@@ -361,6 +364,15 @@ def _person(args: argparse.Namespace) -> int:
         raise _UsageError(str(exc)) from None
 
 
+def _dagster_services(args: argparse.Namespace) -> int:
+    from bf_assets.cli import ui
+
+    try:
+        return ui.ui(args) if args.command == "ui" else ui.daemon(args)
+    except ui.ServiceUsageError as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code.  Called without ``argv`` (the ``bf-assets`` command,
     ``python -m``), the process then ends at once (:func:`exit_now`)."""
@@ -391,6 +403,8 @@ def _command(argv: Sequence[str] | None) -> int:
             return _release(args)
         if args.command in ("show", "quarantine"):
             return _person(args)
+        if args.command in ("ui", "daemon"):
+            return _dagster_services(args)
         raise _UsageError(f"unknown command {args.command!r}")
     except _UsageError as exc:
         sys.stderr.write(f"bf-assets: error: {exc}\n")

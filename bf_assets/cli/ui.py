@@ -1,0 +1,145 @@
+"""``bf-assets ui`` and ``bf-assets daemon``: the Dagster UI without idle minutes.
+
+``bf-assets daemon`` is ``dagster-daemon run`` with the backfill daemon looking every
+``--backfill-interval`` seconds (``bf_assets.defs.daemon``).  ``bf-assets ui`` is what
+``dg dev`` does for this project (the webserver and the daemon, on ``$DAGSTER_HOME``'s
+instance and the workspace file, as two child processes ended together), with that daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+#: How long the children get to shut down after SIGTERM before they are killed.
+STOP_GRACE_S = 20.0
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ui = sub.add_parser(
+        "ui", help="the Dagster UI and daemon on $DAGSTER_HOME (backfills looked at every second)"
+    )
+    ui.add_argument("--host", default="127.0.0.1", help="webserver host (default 127.0.0.1)")
+    ui.add_argument("--port", "-p", type=int, default=3000, help="webserver port (default 3000)")
+    _common(ui)
+    d = sub.add_parser(
+        "daemon", help="dagster-daemon run, with the backfill daemon looking every second"
+    )
+    _common(d)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workspace",
+        "-w",
+        action="append",
+        metavar="FILE",
+        help="workspace file (default ./workspace.yaml, else the project's)",
+    )
+    p.add_argument(
+        "--backfill-interval",
+        metavar="SECONDS",
+        help="how often the backfill daemon looks (default $BF_BACKFILL_INTERVAL_SECONDS, else 1)",
+    )
+    p.add_argument("--log-level", default="info", help="Dagster's log level (default info)")
+
+
+class ServiceUsageError(Exception):
+    """A bad flag or a missing file, said before anything starts."""
+
+
+def _interval(given: str | None) -> float:
+    from bf_assets.defs.daemon import backfill_interval
+
+    try:
+        return backfill_interval(given)
+    except ValueError as exc:
+        raise ServiceUsageError(str(exc)) from None
+
+
+def workspace_files(given: Sequence[str] | None) -> list[str]:
+    """The workspace files to load: those given, else ``./workspace.yaml``, else the one
+    beside the package (a checkout); an error when none exists."""
+    if given:
+        files = [Path(g) for g in given]
+    else:
+        here = Path("workspace.yaml")
+        project = Path(os.environ.get("BF_PROJECT_DIR", Path(__file__).parents[2]))
+        files = [here if here.is_file() else project / "workspace.yaml"]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise ServiceUsageError(f"workspace file not found: {', '.join(missing)} (pass -w FILE)")
+    return [str(f.resolve()) for f in files]
+
+
+def daemon(args: argparse.Namespace) -> int:
+    interval, files = _interval(args.backfill_interval), workspace_files(args.workspace)
+    from bf_assets.defs.daemon import run_daemon
+
+    run_daemon(files, interval, log_level=args.log_level)
+    return 0
+
+
+def ui(args: argparse.Namespace) -> int:
+    """Start the webserver and the daemon; end both when either ends or on SIGINT/SIGTERM.
+    The exit code is the first child's to end on its own, 0 after an interrupt."""
+    interval, files = _interval(args.backfill_interval), workspace_files(args.workspace)
+    if not os.environ.get("DAGSTER_HOME"):
+        raise ServiceUsageError(
+            "DAGSTER_HOME is not set: the UI needs an instance folder (./dev ui sets one)"
+        )
+    env = dict(os.environ, DAGSTER_IS_DEV_CLI="1")
+    ws = [a for f in files for a in ("-w", f)]
+    level = ["--dagster-log-level", args.log_level]
+    commands = {
+        "webserver": [sys.executable, "-m", "dagster_webserver", "-h", args.host,
+                      "-p", str(args.port), *level, *ws],
+        "daemon": [sys.executable, "-m", "bf_assets.cli.main", "daemon", "--backfill-interval",
+                   str(interval), "--log-level", args.log_level, *ws],
+    }  # fmt: skip
+    return supervise(commands, env)
+
+
+def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
+    """Run the commands as children; when one ends, or this process gets SIGINT or SIGTERM,
+    stop the others (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`)."""
+    stopping: list[int] = []
+
+    def on_signal(signo: int, _frame: FrameType | None) -> None:
+        stopping.append(signo)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    code = 0
+    try:
+        for name, argv in commands.items():
+            children[name] = subprocess.Popen(argv, env=env)
+        while not stopping:
+            ended = [(n, c.returncode) for n, c in children.items() if c.poll() is not None]
+            if ended:
+                name, code = ended[0]
+                sys.stderr.write(f"bf-assets ui: the {name} ended (exit {code}); stopping\n")
+                break
+            time.sleep(0.25)
+    finally:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for child in children.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return code if not stopping else 0
