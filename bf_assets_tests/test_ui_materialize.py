@@ -1,6 +1,6 @@
 """End to end: "Materialize all" on the sample through a real webserver and daemon.
 
-``dg dev`` (as ``./dev ui`` starts it) on a fresh instance with the shipped
+``bf-assets ui`` (as ``./dev ui`` starts it) on a fresh instance with the shipped
 ``dagster.yaml``; the backfill the UI's dialog sends for "Materialize all" over "All"
 partitions is launched through GraphQL (``tools/ui_materialize.py``, which also clicks it in
 chromium and times it).  Nothing here is timed: the daemons are judged by the iterations a
@@ -52,6 +52,8 @@ def test_materialize_all_runs_through_the_daemons_without_idle_iterations(
     for r in ui.runs:
         assert r["idle_backfill_iterations"] == 0, r
         assert 1 <= r["queue_iterations"] <= 2, r
+        # the shipped launcher forked each run from its warm worker (no fresh interpreter)
+        assert r["warm_worker"] is True, r
     # the release published the dataset into the instance's publish folder
     assert (published / "README.md").is_file()
     assert any((published / "data").rglob("*.parquet"))

@@ -267,6 +267,7 @@ class RunTimes:
     started: float | None  # RUN_START: the run worker is up and executing
     ended: float | None
     steps: list[tuple[str, float, float]] = field(default_factory=list)
+    warm: bool = False  # its run worker was forked from the warm worker (WarmRunLauncher)
 
     @property
     def execution(self) -> float:
@@ -308,10 +309,12 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
         first: dict[Any, float] = {}
         step_start: dict[str, float] = {}
         steps: list[tuple[str, float, float]] = []
+        warm = False
         for entry in instance.all_logs(run.run_id):
             ev = entry.dagster_event
             if ev is None:
                 continue
+            warm = warm or "forked from a warm worker" in (entry.message or "")
             first.setdefault(ev.event_type, entry.timestamp)
             if ev.event_type == et.STEP_START and ev.step_key:
                 step_start[ev.step_key] = entry.timestamp
@@ -335,6 +338,7 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
                 first.get(et.RUN_START),
                 ended,
                 steps,
+                warm,
             )  # fmt: skip
         )
     instance.dispose()
@@ -462,6 +466,7 @@ def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
                 "steps": [[k, round(s - clicked, 1), round(e - clicked, 1)] for k, s, e in r.steps],
                 "idle_backfill_iterations": it.idle_backfill_iterations,
                 "queue_iterations": it.queue_iterations,
+                "warm_worker": r.warm,
             }  # fmt: skip
             for r, it in zip(runs, waited_iterations(log, bf["id"], runs, clicked), strict=True)
         ],

@@ -28,7 +28,13 @@ from dagster._daemon.controller import (
     create_daemon_of_type,
     daemon_controller_from_instance,
 )
-from dagster._daemon.daemon import BackfillDaemon, DaemonIterator, DagsterDaemon, SpanMarker
+from dagster._daemon.daemon import (
+    BackfillDaemon,
+    DaemonIterator,
+    DagsterDaemon,
+    SpanMarker,
+    get_default_daemon_logger,
+)
 from dagster._daemon.utils import DaemonErrorCapture
 
 #: The loop of ``bf-assets daemon`` and ``bf-assets ui`` unless told otherwise: as often as
@@ -62,6 +68,8 @@ class BackfillEvery(BackfillDaemon):
     def __init__(self, settings: dict, interval_seconds: float) -> None:
         super().__init__(settings)
         self.interval_seconds = interval_seconds
+        # its log lines read as Dagster's backfill daemon's ("dagster.daemon.BackfillDaemon")
+        self._logger = get_default_daemon_logger(BackfillDaemon.__name__)
 
     def core_loop(
         self,
@@ -113,25 +121,35 @@ def run_daemon(
     from dagster._utils.interrupts import capture_interrupts, setup_interrupt_handlers
 
     setup_interrupt_handlers()
-    tolerance = os.environ.get("DAGSTER_DAEMON_HEARTBEAT_TOLERANCE")
     logging.getLogger("dagster").info(
         "bf-assets daemon: the backfill daemon looks every %g s", interval_seconds
     )
     try:
-        with (
-            capture_interrupts(),
-            DagsterInstance.get() as instance,
-            daemon_controller_from_instance(
-                instance,
-                workspace_load_target=WorkspaceFileTarget(paths=list(workspace)),
-                heartbeat_tolerance_seconds=(
-                    int(tolerance) if tolerance else DEFAULT_DAEMON_HEARTBEAT_TOLERANCE_SECONDS
-                ),
-                gen_daemons=lambda inst: daemons_of(inst, interval_seconds),
-                log_level=log_level,
-                log_format=log_format,
-            ) as controller,
-        ):
-            controller.check_daemon_loop()
+        with capture_interrupts(), DagsterInstance.get() as instance:
+            warm_up = getattr(instance.run_launcher, "warm_up", None)
+            if callable(warm_up):  # warming while the code servers start: the first run finds
+                warm_up()  # its warm worker ready
+            _run_controller(instance, workspace, interval_seconds, log_level, log_format)
     except KeyboardInterrupt:
         return
+
+
+def _run_controller(
+    instance: DagsterInstance,
+    workspace: Sequence[str],
+    interval_seconds: float,
+    log_level: str,
+    log_format: str,
+) -> None:
+    tolerance = os.environ.get("DAGSTER_DAEMON_HEARTBEAT_TOLERANCE")
+    with daemon_controller_from_instance(
+        instance,
+        workspace_load_target=WorkspaceFileTarget(paths=list(workspace)),
+        heartbeat_tolerance_seconds=(
+            int(tolerance) if tolerance else DEFAULT_DAEMON_HEARTBEAT_TOLERANCE_SECONDS
+        ),
+        gen_daemons=lambda inst: daemons_of(inst, interval_seconds),
+        log_level=log_level,
+        log_format=log_format,
+    ) as controller:
+        controller.check_daemon_loop()
