@@ -226,3 +226,26 @@ def test_sigterm_stops_both_processes(tmp_path: Path) -> None:
             break
         time.sleep(0.05)
     assert not any(_alive(p) for p in pids)
+
+
+def test_killing_the_ui_outright_still_ends_both_processes(tmp_path: Path) -> None:
+    """SIGKILL leaves no handler to run: the kernel ends the children with their parent."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    script = tmp_path / "run.py"
+    a, b = tmp_path / "a.pid", tmp_path / "b.pid"
+    script.write_text(
+        "import os, sys\n"
+        "from bf_assets.cli import ui\n"
+        f"cmds = {{'webserver': {_sleeper(a)!r}, 'daemon': {_sleeper(b)!r}}}\n"
+        "sys.exit(ui.supervise(cmds, dict(os.environ)))\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
+    pids = [_wait_for(a), _wait_for(b)]
+    proc.kill()
+    proc.wait(timeout=60)
+    for _ in range(400):
+        if not any(_alive(p) for p in pids):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)

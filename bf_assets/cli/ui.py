@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -110,7 +110,10 @@ def ui(args: argparse.Namespace) -> int:
 
 def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
     """Run the commands as children; when one ends, or this process gets SIGINT or SIGTERM,
-    stop the others (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`)."""
+    stop the others (SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`).
+
+    On Linux each child is also told by the kernel (``PR_SET_PDEATHSIG``) to end when this
+    process does, so killing it outright does not leave a webserver and a daemon behind."""
     stopping: list[int] = []
 
     def on_signal(signo: int, _frame: FrameType | None) -> None:
@@ -121,7 +124,7 @@ def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
     code = 0
     try:
         for name, argv in commands.items():
-            children[name] = subprocess.Popen(argv, env=env)
+            children[name] = subprocess.Popen(argv, env=env, preexec_fn=_end_with_parent())
         while not stopping:
             ended = [(n, c.returncode) for n, c in children.items() if c.poll() is not None]
             if ended:
@@ -143,3 +146,25 @@ def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     return code if not stopping else 0
+
+
+def _end_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel send the child SIGTERM when its parent ends
+    (Linux's ``prctl(PR_SET_PDEATHSIG)``); None elsewhere.  The supervisor forks from its
+    only thread, where a ``preexec_fn`` is safe."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the parent died before the prctl
+            os._exit(1)
+
+    return preexec
