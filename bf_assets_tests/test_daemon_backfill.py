@@ -207,30 +207,11 @@ def test_when_one_process_ends_the_other_is_stopped(tmp_path: Path) -> None:
     assert not _alive(_wait_for(pidfile))
 
 
-def test_sigterm_stops_both_processes(tmp_path: Path) -> None:
-    """``kill`` of ``bf-assets ui`` (or Ctrl-C) ends the webserver and the daemon too."""
-    script = tmp_path / "run.py"
-    a, b = tmp_path / "a.pid", tmp_path / "b.pid"
-    script.write_text(
-        "import os, sys\n"
-        "from bf_assets.cli import ui\n"
-        f"cmds = {{'webserver': {_sleeper(a)!r}, 'daemon': {_sleeper(b)!r}}}\n"
-        "sys.exit(ui.supervise(cmds, dict(os.environ)))\n"
-    )
-    proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
-    pids = [_wait_for(a), _wait_for(b)]
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0
-    for _ in range(200):
-        if not any(_alive(p) for p in pids):
-            break
-        time.sleep(0.05)
-    assert not any(_alive(p) for p in pids)
-
-
-def test_killing_the_ui_outright_still_ends_both_processes(tmp_path: Path) -> None:
-    """SIGKILL leaves no handler to run: the kernel ends the children with their parent."""
-    if not sys.platform.startswith("linux"):
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_stopping_the_ui_stops_both_processes(how: str, tmp_path: Path) -> None:
+    """``kill`` of ``bf-assets ui`` (or Ctrl-C) ends the webserver and the daemon too; so
+    does SIGKILL, which leaves no handler to run (the kernel ends the children with it)."""
+    if how == "sigkill" and not sys.platform.startswith("linux"):
         pytest.skip("PR_SET_PDEATHSIG is Linux's")
     script = tmp_path / "run.py"
     a, b = tmp_path / "a.pid", tmp_path / "b.pid"
@@ -242,8 +223,12 @@ def test_killing_the_ui_outright_still_ends_both_processes(tmp_path: Path) -> No
     )
     proc = subprocess.Popen([sys.executable, str(script)], cwd=REPO)
     pids = [_wait_for(a), _wait_for(b)]
-    proc.kill()
-    proc.wait(timeout=60)
+    if how == "sigterm":
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    else:
+        proc.kill()
+        proc.wait(timeout=60)
     for _ in range(400):
         if not any(_alive(p) for p in pids):
             break
