@@ -4,6 +4,10 @@ step, and never a render of another review or a failed one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,7 +70,7 @@ def test_a_render_of_another_review_or_folder_is_stopped_not_used(
 
 
 def test_a_failed_background_render_is_not_used(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     ds = _dataset(corpus)
 
@@ -76,7 +80,53 @@ def test_a_failed_background_render_is_not_used(
     monkeypatch.setattr(early, "write_pages", broken)
     with early.pages_alongside(tmp_path / "a", tmp_path / "review.md"):
         assert early.offer(ds)
-        assert early.collect(ds, tmp_path / "a", tmp_path / "review.md") is None
+        with caplog.at_level("WARNING", logger="bf_assets.pages"):
+            assert early.collect(ds, tmp_path / "a", tmp_path / "review.md") is None
+    # the step's log says why it renders the pages itself
+    assert "background trial pages failed (OSError: disk full)" in caplog.text
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_release_killed_outright_takes_its_background_render_along(tmp_path: Path) -> None:
+    """SIGKILL of the release leaves nothing of it to stop the render: the kernel ends the
+    render (and with it its page workers' group) when its parent dies."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    pidfile = tmp_path / "render.pid"
+    script = tmp_path / "release.py"
+    script.write_text(
+        "import os, time\n"
+        "from bf_assets.dataset.assemble import assemble\n"
+        "from bf_assets.pages import early\n"
+        "def slow(ds, out, report=None):\n"
+        f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(300)\n"
+        "early.write_pages = slow\n"
+        f"with early.pages_alongside({str(tmp_path / 'pages')!r}, {str(tmp_path / 'r.md')!r}):\n"
+        "    assert early.offer(assemble([]))\n"
+        "    time.sleep(300)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)])
+    for _ in range(600):
+        if pidfile.is_file() and pidfile.read_text():
+            break
+        time.sleep(0.05)
+    render = int(pidfile.read_text())
+    assert _alive(render)
+    proc.kill()
+    proc.wait(timeout=60)
+    for _ in range(400):
+        if not _alive(render):
+            break
+        time.sleep(0.05)
+    assert not _alive(render)
 
 
 def test_a_release_collects_its_pages_from_the_background(

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
+from bf_assets.lifetime import end_with_parent
+
 #: How long the children get to shut down after SIGTERM before they are killed.
 STOP_GRACE_S = 20.0
 
@@ -148,23 +150,12 @@ def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
     return code if not stopping else 0
 
 
-def _end_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the kernel send the child SIGTERM when its parent ends
-    (Linux's ``prctl(PR_SET_PDEATHSIG)``); None elsewhere.  The supervisor forks from its
-    only thread, where a ``preexec_fn`` is safe."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
+def _end_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` ending the child with this process (``bf_assets.lifetime``); the
+    supervisor forks from its only thread, where a ``preexec_fn`` is safe."""
     parent = os.getpid()
 
     def preexec() -> None:
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the prctl
-            os._exit(1)
+        end_with_parent(parent)
 
     return preexec

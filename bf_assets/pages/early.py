@@ -14,6 +14,7 @@ folder, is never used: the step renders itself and reports what it did.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import signal
@@ -25,7 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.lifetime import end_with_parent
 from bf_assets.pages.site import PagesResult, write_pages
+
+log = logging.getLogger("bf_assets.pages")
 
 
 @dataclass(slots=True)
@@ -69,15 +73,18 @@ def offer(ds: Any) -> bool:
     target = _TARGET[0]
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_render, args=(ds, target, child), daemon=False)
+    proc = ctx.Process(target=_render, args=(ds, target, child, os.getpid()), daemon=False)
     proc.start()
     child.close()
     _RUNNING.append(_Render(id(ds), target, proc, parent))
     return True
 
 
-def _render(ds: DatasetReview, target: _Target, conn: Connection) -> None:
+def _render(ds: DatasetReview, target: _Target, conn: Connection, parent: int) -> None:
     os.setpgid(0, 0)  # its page workers go with it when it is stopped
+    # a release killed outright (no _stop runs) takes the render and its workers with it
+    signal.signal(signal.SIGTERM, _end_group)
+    end_with_parent(parent)
     try:
         report = target.report if target.report.is_file() else None
         res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report))
@@ -87,16 +94,24 @@ def _render(ds: DatasetReview, target: _Target, conn: Connection) -> None:
     conn.close()
 
 
+def _end_group(signo: int, _frame: object) -> None:
+    """SIGTERM of the render: its whole process group (its page workers) ends with it."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.killpg(0, signal.SIGTERM)
+
+
 def collect(
     ds: Any, out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
 ) -> PagesResult | None:
     """The background pages of ``ds`` into ``out_dir``, once written; None when there are
-    none (or they were for another review or folder, or failed): then render them."""
+    none (or they were for another review or folder, or failed): then render them.  Why a
+    started render was not used is logged (``bf_assets.pages``)."""
     if not _RUNNING:
         return None
     run = _RUNNING[0]
     if run.review != id(ds) or run.target != _Target(Path(out_dir), Path(report)):
         _stop()
+        log.warning("background trial pages were for another review or folder: not used")
         return None
     _RUNNING.clear()
     try:
@@ -106,7 +121,10 @@ def collect(
     finally:
         run.conn.close()
         run.proc.join()
-    return value if status == "ok" else None
+    if status != "ok":
+        log.warning("background trial pages failed (%s): the step renders them", value)
+        return None
+    return value
 
 
 def _stop() -> None:
