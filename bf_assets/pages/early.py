@@ -25,8 +25,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.dataset.assemble import DatasetReview
-from bf_assets.lifetime import end_with_parent
 from bf_assets.pages.site import PagesResult, write_pages
 
 log = logging.getLogger("bf_assets.pages")
