@@ -14,6 +14,7 @@ import pytest
 from trialkit import assistant, chat_exchange, failed_exchange, opening, tool_call, tool_result
 
 from bf_assets.ingest.exchanges import (
+    USAGE_KEYS,
     ExchangeLog,
     canonical_key,
     has_positive_usage,
@@ -282,3 +283,47 @@ def test_exchange_facts_from_a_chat_row() -> None:
     assert ex.provider_model == "openai/gpt-x" and ex.call_purpose == "agent"
     failed = log.add(failed_exchange(opening(), status=500), 8)
     assert not failed.candidate and not failed.usage_positive and failed.has_response
+
+
+def _walk_usage(body: Any, max_nodes: int = 200_000) -> bool:
+    """``has_positive_usage`` as the plain walk (no shortcut), for comparison."""
+    stack = [body]
+    seen = 0
+    while stack and seen < max_nodes:
+        v = stack.pop()
+        seen += 1
+        if isinstance(v, dict):
+            for k, x in v.items():
+                number = not isinstance(x, bool) and isinstance(x, int | float)
+                if k in USAGE_KEYS and number and x > 0:
+                    return True
+                if isinstance(x, dict | list):
+                    stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, dict | list))
+    return False
+
+
+USAGE_SHAPES: list[Any] = [
+    {"choices": [], "usage": {"prompt_tokens": 5}},
+    {"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0}},
+    {"usage": {"total_tokens": 3}, "choices": [{"usage": {"x": 1}}]},  # usage not last
+    {"content": [], "usage": {"input_tokens": True}},  # a bool is no number
+    {"content": [], "usage": {"input_tokens": -1}},
+    {"content": [], "usage": {"nested": {"output_tokens": 2}}},  # found deeper only
+    {"content": [], "usage": [{"input_tokens": 4}]},  # a list last
+    {"usage": {"input_tokens": 0}, "model": "m"},  # last container is usage, after a str
+    {"usageMetadata": {"totalTokenCount": 9}},
+    {"x": {"deep": {"usage": {"input_tokens": 1}}}, "y": "z"},
+    {"input_tokens": 2},
+    {},
+    [],
+    "text",
+    None,
+]
+
+
+@pytest.mark.parametrize("body", USAGE_SHAPES)
+@pytest.mark.parametrize("max_nodes", [1, 2, 3, 200_000])
+def test_positive_usage_shortcut_answers_as_the_walk(body: Any, max_nodes: int) -> None:
+    assert has_positive_usage(body, max_nodes=max_nodes) is _walk_usage(body, max_nodes)

@@ -65,6 +65,8 @@ def _num(v: Any) -> float | None:
 
 def has_positive_usage(body: Any, *, max_nodes: int = 200_000) -> bool:
     """True when any usage key at any depth holds a positive number (bools excluded)."""
+    if isinstance(body, dict) and max_nodes >= 2 and _last_holds_usage(body):
+        return True  # what the walk below finds at its second node
     stack = [body]
     seen = 0
     while stack and seen < max_nodes:
@@ -80,6 +82,22 @@ def has_positive_usage(body: Any, *, max_nodes: int = 200_000) -> bool:
                     stack.append(x)
         elif isinstance(v, list):
             stack.extend(x for x in v if isinstance(x, dict | list))
+    return False
+
+
+def _last_holds_usage(body: dict[str, Any]) -> bool:
+    """True when the body's last container value (a response's ``usage``, in every provider
+    shape seen) is a dict with a positive usage key of its own: the walk of
+    :func:`has_positive_usage` takes it second (the body first, then its children from the
+    last), so it would say True there, before any node cap."""
+    for x in reversed(body.values()):
+        if isinstance(x, dict):
+            for k, n in x.items():
+                if k in USAGE_KEYS and (n := _num(n)) is not None and n > 0:
+                    return True
+            return False
+        if isinstance(x, list):
+            return False
     return False
 
 

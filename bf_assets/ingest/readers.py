@@ -47,6 +47,9 @@ class ReadLimits:
     # them (see :func:`without_digests`); no check reads a digest.  Not in the repr, which
     # keys the review cache.
     digests: bool = field(default=True, repr=False)
+    # The inventory's sizes of the files no check reads (one ``stat`` each).  Off only where
+    # no one keeps the inventory (see :func:`for_review_only`); not in the repr either.
+    sizes: bool = field(default=True, repr=False)
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -56,6 +59,20 @@ def without_digests(limits: ReadLimits) -> ReadLimits:
     """``limits`` with the file digests off: reads give ``FileStats.sha256 = None`` and
     skip hashing (on a 300 MB trial, the biggest cost per byte after the read itself)."""
     return replace(limits, digests=False) if limits.digests else limits
+
+
+# An audit's own read of a file (``rewards.jsonl``, a later request): the default caps,
+# no digest (nothing keeps the stats of such a read).
+AUDIT_LIMITS = ReadLimits(digests=False)
+
+
+def for_review_only(limits: ReadLimits) -> ReadLimits:
+    """``limits`` for a review whose file inventory no one keeps (its JSON and slim form hold
+    none): no digests, and the files no check reads are listed without their sizes.  The
+    findings and verdicts are those of ``limits``."""
+    if not (limits.digests or limits.sizes):
+        return limits
+    return replace(limits, digests=False, sizes=False)
 
 
 class _NoDigest:

@@ -393,9 +393,11 @@ def _inventory(
     *,
     hash_files: bool,
     listed: dict[str, list[os.DirEntry[str]]] | None = None,
+    sizes: bool = True,
 ) -> list[FileEntry]:
     """Every file of the trial: parsed files reuse the stats of their read; the others are
-    hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review)."""
+    hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review;
+    ``sizes=False``: not even sized, when no one keeps the inventory)."""
     entries: list[FileEntry] = []
     base = os.fspath(trial)
     stack = [(base, "")]
@@ -431,7 +433,7 @@ def _inventory(
             if not hash_files:
                 try:
                     plain = e.is_file(follow_symlinks=False)
-                    size = e.stat(follow_symlinks=False).st_size if plain else None
+                    size = e.stat(follow_symlinks=False).st_size if plain and sizes else None
                 except OSError:
                     plain, size = False, None
                 if plain:  # links and special files go through the safety check below
@@ -557,7 +559,9 @@ def scan_trial(
     for rel, st in harbor.stats.items():
         if st.read:
             known.setdefault(rel, st)
-    files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
+    files = _inventory(
+        trial, root, known, file_issues, hash_files=hash_files, listed=listed, sizes=limits.sizes
+    )
     return TrialData(
         ref,
         ref.layout,
