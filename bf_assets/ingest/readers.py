@@ -239,8 +239,8 @@ def escape_name(name: str) -> str:
     a control character ``\\xHH`` and any other surrogate ``\\uHHHH``: deterministic, and
     :func:`unescape_name` gives the original back (two names never share an escaped form).
     """
-    if _PLAIN_NAME.match(name):
-        return name
+    if (name.isascii() and name.isprintable() and "\\" not in name) or _PLAIN_NAME.match(name):
+        return name  # printable ASCII (0x20..0x7e) without a backslash: plain, no regex
     out = []
     for ch in name:
         o = ord(ch)
