@@ -327,3 +327,41 @@ USAGE_SHAPES: list[Any] = [
 @pytest.mark.parametrize("max_nodes", [1, 2, 3, 200_000])
 def test_positive_usage_shortcut_answers_as_the_walk(body: Any, max_nodes: int) -> None:
     assert has_positive_usage(body, max_nodes=max_nodes) is _walk_usage(body, max_nodes)
+
+
+CANONICAL_VALUES: list[Any] = [
+    {"b": 1, "a": {"d": [1, 2.5, None, True], "c": "é\u2028"}, "": 0},
+    ({"messages": [{"role": "user", "content": "hi"}]},),
+    {"9": 1, "10": 2, "Z": 3, "a": 4},
+    {1: "int key", "a": 2},  # only the non-string-key option writes this
+    {None: 1},
+    [],
+    "text",
+]
+
+
+@pytest.mark.parametrize("value", CANONICAL_VALUES)
+def test_canonical_bytes_are_those_of_the_canonical_options(value: Any) -> None:
+    import orjson
+
+    from bf_assets.ingest.exchanges import _CANONICAL, canonical_bytes
+
+    assert canonical_bytes(value) == orjson.dumps(value, option=_CANONICAL)
+
+
+def test_canonical_bytes_refuse_what_the_canonical_options_refuse() -> None:
+    import orjson
+
+    from bf_assets.ingest.exchanges import _CANONICAL, canonical_bytes
+
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    for bad in (deep, {"s": {1, 2}}, {(1, 2): "tuple key"}):
+        with pytest.raises(TypeError) as want:
+            orjson.dumps(bad, option=_CANONICAL)
+        with pytest.raises(TypeError) as got:
+            canonical_bytes(bad)
+        assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    other = [deep[0]]  # equal, another object: each unencodable body is a group of its own
+    assert canonical_key(deep) != canonical_key(other)
