@@ -380,7 +380,7 @@ def test_read_upto_reads_past_a_stale_size_and_stops_at_the_limit(tmp_path: Path
 
 
 def _old_value_issue(value: Any, limits: ReadLimits, level: int, data: Any) -> object:
-    """``value_issue`` as it was: the brackets of ``data`` always counted first."""
+    """``value_issue`` as it was: the brackets of ``data`` counted with ``bytes.count``."""
     from bf_assets.ingest.readers import depth_cap, value_issue
 
     room = depth_cap(limits) - level + 1
@@ -397,10 +397,10 @@ def _nested(depth: int, pad: int) -> Any:
     return v
 
 
-@pytest.mark.parametrize("pad", [0, 100, 1500, 3000, 70_000])  # around both thresholds
+@pytest.mark.parametrize("pad", [0, 100, 1500, 3000, 70_000, 1_100_000])  # both ways
 @pytest.mark.parametrize("depth", [1, 60, 126, 127, 128, 129, 200])
 @pytest.mark.parametrize("level", [1, 3])
-def test_value_issue_without_the_bracket_count_answers_the_same(
+def test_value_issue_counting_brackets_in_one_pass_answers_the_same(
     pad: int, depth: int, level: int
 ) -> None:
     from bf_assets.ingest.readers import value_issue
@@ -423,7 +423,7 @@ def test_value_issue_without_the_bracket_count_answers_the_same(
 
 def test_parse_json_bytes_depth_cap_at_every_size() -> None:
     limits = ReadLimits(max_depth=8)
-    for pad in (0, 3000, 70_000):
+    for pad in (0, 3000, 70_000, 1_100_000):
         ok = json.dumps(_nested(8, pad)).encode()
         deep = json.dumps(_nested(9, pad)).encode()
         assert parse_json_bytes(ok, limits)[1] == []

@@ -417,10 +417,8 @@ def encode_problem(value: Any, room: int) -> str | None:
 
 
 _CHAINS: dict[int, tuple[list[Any], list[Any]]] = {}  # wrappers -> (outermost, innermost)
-# Pieces of this many bytes are checked by writing them back, never by counting brackets
-# first: below, the count is cheaper than the write's fixed cost; above, the write's copy
-# would cost memory (a big piece is counted, then written back only if the count says so).
-_ENCODE_FIRST = (2048, 64 * 1024)
+# Every byte but the brackets (``bytes.translate`` deletes them, leaving the brackets).
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{")
 
 
 def value_issue(
@@ -435,16 +433,17 @@ def value_issue(
     if data is not None:
         # ``value`` may be one container more than ``data`` (a step parsed from the rest of
         # its bytes after ``{"prompt":null``): then the brackets may not reach ``room``.
-        n = len(data)
-        if n < room:  # fewer bytes than that, so fewer brackets
+        if len(data) < room:  # fewer bytes than that, so fewer brackets
             return None
-        if not _ENCODE_FIRST[0] <= n <= _ENCODE_FIRST[1]:
-            raw = data if isinstance(data, bytes | bytearray) else bytes(data)
-            if raw.count(b"[") + raw.count(b"{") < room:
-                return None
-        # A mid-sized piece is written back (below) without counting its brackets first:
-        # bytes.count reads ~1.5 ns a byte, twice, while the write costs a few us plus less
-        # than that per byte, and gives the same answer (the count only skips it).
+        raw = data if isinstance(data, bytes | bytearray) else bytes(data)
+        # The brackets counted in one pass (``count`` twice reads every byte twice); a big
+        # piece is counted in place (translate's copy of its brackets could be big too).
+        if len(raw) <= MiB:
+            brackets = len(raw.translate(None, _NOT_BRACKETS))
+        else:
+            brackets = raw.count(b"[") + raw.count(b"{")
+        if brackets < room:
+            return None
     problem = encode_problem(value, room)
     if problem is None:
         return None
