@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,7 +12,13 @@ import pytest
 from bf_assets.batch.run import _spill_chunk, review_trial, spill_options
 from bf_assets.batch.spill import slim_tuple
 from bf_assets.ingest.discovery import discover
-from bf_assets.ingest.readers import DEFAULT_LIMITS, JsonlFile, iter_jsonl, read_document
+from bf_assets.ingest.readers import (
+    DEFAULT_LIMITS,
+    JsonlFile,
+    for_review_only,
+    iter_jsonl,
+    read_document,
+)
 from bf_assets.ingest.rowstream import read_rows
 from bf_assets.review.options import ReviewOptions
 from bf_assets_tests.trialkit import build_trial, timeout_spec
@@ -70,3 +77,58 @@ def test_spill_options_keep_digests_for_the_cache(tmp_path: Path, cache: bool) -
     assert spill_options(opts).limits.digests is cache
     assert spill_options(ReviewOptions(hash_files=True)).limits.digests
     assert repr(OFF) == repr(DEFAULT_LIMITS)  # the cache context does not change
+
+
+REVIEW_ONLY = for_review_only(DEFAULT_LIMITS)
+
+
+def _same_without_sizes(roots: list[Path]) -> None:
+    refs = discover(roots).trials
+    assert refs
+    on, off = ReviewOptions(), ReviewOptions(limits=REVIEW_ONLY)
+    for ref in refs:
+        a, b = review_trial(ref, on), review_trial(ref, off)
+        assert orjson.dumps(a.to_json()) == orjson.dumps(b.to_json())
+        assert slim_tuple(a) == slim_tuple(b)
+        assert [f.path for f in a.files] == [f.path for f in b.files]
+        assert [f.issue for f in a.files] == [f.issue for f in b.files]
+        # only the files no check reads lose their size (links are still sized: checked)
+        for fa, fb in zip(a.files, b.files, strict=True):
+            assert fb.size == fa.size or (fb.size is None and fa.sha256 is None)
+            if fa.path.startswith("verifier/") and not fa.issue and fa.lines is None:
+                assert fb.size is None or (Path(ref.path) / fa.path).is_symlink()
+
+
+def test_review_only_limits_skip_digests_and_the_sizes_of_unread_files(
+    runs_root: Path, fixtures_dir: Path
+) -> None:
+    assert not REVIEW_ONLY.digests and not REVIEW_ONLY.sizes
+    assert for_review_only(REVIEW_ONLY) is REVIEW_ONLY
+    assert repr(REVIEW_ONLY) == repr(DEFAULT_LIMITS)  # the cache context does not change
+    build_trial(runs_root)
+    timeout_spec().write(runs_root)
+    _same_without_sizes([runs_root])
+    _same_without_sizes([fixtures_dir])
+
+
+def test_review_only_limits_still_check_links_and_special_files(runs_root: Path) -> None:
+    build_trial(runs_root)
+    [ref] = discover([runs_root]).trials
+    trial = Path(ref.path)
+    outside = runs_root.parent / "outside.txt"
+    outside.write_text("secret\n")
+    (trial / "verifier" / "escape.txt").symlink_to(outside)
+    (trial / "verifier" / "inside.txt").symlink_to(trial / "config.json")
+    os.mkfifo(trial / "verifier" / "pipe")
+    _same_without_sizes([runs_root])
+    b = review_trial(ref, ReviewOptions(limits=REVIEW_ONLY))
+    issues = {f.path: f.issue for f in b.files if f.issue}
+    assert "verifier/escape.txt" in issues and "verifier/pipe" in issues
+    assert "verifier/inside.txt" not in issues
+    assert any(f.size is None for f in b.files if not f.issue)  # the unread plain files
+
+
+def test_spill_options_use_review_only_limits() -> None:
+    opts = spill_options(ReviewOptions())
+    assert opts.limits == REVIEW_ONLY
+    assert spill_options(opts) is opts

@@ -14,6 +14,7 @@ import pytest
 from trialkit import assistant, chat_exchange, failed_exchange, opening, tool_call, tool_result
 
 from bf_assets.ingest.exchanges import (
+    USAGE_KEYS,
     ExchangeLog,
     canonical_key,
     has_positive_usage,
@@ -282,3 +283,85 @@ def test_exchange_facts_from_a_chat_row() -> None:
     assert ex.provider_model == "openai/gpt-x" and ex.call_purpose == "agent"
     failed = log.add(failed_exchange(opening(), status=500), 8)
     assert not failed.candidate and not failed.usage_positive and failed.has_response
+
+
+def _walk_usage(body: Any, max_nodes: int = 200_000) -> bool:
+    """``has_positive_usage`` as the plain walk (no shortcut), for comparison."""
+    stack = [body]
+    seen = 0
+    while stack and seen < max_nodes:
+        v = stack.pop()
+        seen += 1
+        if isinstance(v, dict):
+            for k, x in v.items():
+                number = not isinstance(x, bool) and isinstance(x, int | float)
+                if k in USAGE_KEYS and number and x > 0:
+                    return True
+                if isinstance(x, dict | list):
+                    stack.append(x)
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, dict | list))
+    return False
+
+
+USAGE_SHAPES: list[Any] = [
+    {"choices": [], "usage": {"prompt_tokens": 5}},
+    {"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0}},
+    {"usage": {"total_tokens": 3}, "choices": [{"usage": {"x": 1}}]},  # usage not last
+    {"content": [], "usage": {"input_tokens": True}},  # a bool is no number
+    {"content": [], "usage": {"input_tokens": -1}},
+    {"content": [], "usage": {"nested": {"output_tokens": 2}}},  # found deeper only
+    {"content": [], "usage": [{"input_tokens": 4}]},  # a list last
+    {"usage": {"input_tokens": 0}, "model": "m"},  # last container is usage, after a str
+    {"usageMetadata": {"totalTokenCount": 9}},
+    {"x": {"deep": {"usage": {"input_tokens": 1}}}, "y": "z"},
+    {"input_tokens": 2},
+    {},
+    [],
+    "text",
+    None,
+]
+
+
+@pytest.mark.parametrize("body", USAGE_SHAPES)
+@pytest.mark.parametrize("max_nodes", [1, 2, 3, 200_000])
+def test_positive_usage_shortcut_answers_as_the_walk(body: Any, max_nodes: int) -> None:
+    assert has_positive_usage(body, max_nodes=max_nodes) is _walk_usage(body, max_nodes)
+
+
+CANONICAL_VALUES: list[Any] = [
+    {"b": 1, "a": {"d": [1, 2.5, None, True], "c": "é\u2028"}, "": 0},
+    ({"messages": [{"role": "user", "content": "hi"}]},),
+    {"9": 1, "10": 2, "Z": 3, "a": 4},
+    {1: "int key", "a": 2},  # only the non-string-key option writes this
+    {None: 1},
+    [],
+    "text",
+]
+
+
+@pytest.mark.parametrize("value", CANONICAL_VALUES)
+def test_canonical_bytes_are_those_of_the_canonical_options(value: Any) -> None:
+    import orjson
+
+    from bf_assets.ingest.exchanges import _CANONICAL, canonical_bytes
+
+    assert canonical_bytes(value) == orjson.dumps(value, option=_CANONICAL)
+
+
+def test_canonical_bytes_refuse_what_the_canonical_options_refuse() -> None:
+    import orjson
+
+    from bf_assets.ingest.exchanges import _CANONICAL, canonical_bytes
+
+    deep: Any = "x"
+    for _ in range(300):
+        deep = [deep]
+    for bad in (deep, {"s": {1, 2}}, {(1, 2): "tuple key"}):
+        with pytest.raises(TypeError) as want:
+            orjson.dumps(bad, option=_CANONICAL)
+        with pytest.raises(TypeError) as got:
+            canonical_bytes(bad)
+        assert type(got.value) is type(want.value) and str(got.value) == str(want.value)
+    other = [deep[0]]  # equal, another object: each unencodable body is a group of its own
+    assert canonical_key(deep) != canonical_key(other)

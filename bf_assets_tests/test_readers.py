@@ -377,3 +377,78 @@ def test_read_upto_reads_past_a_stale_size_and_stops_at_the_limit(tmp_path: Path
     assert read_upto(str(p), 5000, 5001) == b"x" * 5000
     p.write_bytes(b"")
     assert read_upto(str(p), 0, 10) == b""
+
+
+def _old_value_issue(value: Any, limits: ReadLimits, level: int, data: Any) -> object:
+    """``value_issue`` as it was: the brackets of ``data`` counted with ``bytes.count``."""
+    from bf_assets.ingest.readers import depth_cap, value_issue
+
+    room = depth_cap(limits) - level + 1
+    raw = data if isinstance(data, bytes | bytearray) else bytes(data)
+    if raw.count(b"[") + raw.count(b"{") < room:
+        return None
+    return value_issue(value, limits, level)
+
+
+def _nested(depth: int, pad: int) -> Any:
+    v: Any = "x" * pad
+    for i in range(depth):
+        v = [v] if i % 2 else {"k": v}
+    return v
+
+
+@pytest.mark.parametrize("pad", [0, 100, 1500, 3000, 70_000, 1_100_000])  # both ways
+@pytest.mark.parametrize("depth", [1, 60, 126, 127, 128, 129, 200])
+@pytest.mark.parametrize("level", [1, 3])
+def test_value_issue_counting_brackets_in_one_pass_answers_the_same(
+    pad: int, depth: int, level: int
+) -> None:
+    from bf_assets.ingest.readers import value_issue
+
+    limits = ReadLimits()
+    value = _nested(depth, pad)
+    try:
+        data = json.dumps(value).encode()
+    except RecursionError:  # pragma: no cover - json's own limit is far above these
+        pytest.skip("too deep for json")
+    for piece in (data, memoryview(data), b"{" + data[1:]):  # the last: brackets added
+        assert value_issue(value, limits, level, piece) == _old_value_issue(
+            value, limits, level, piece
+        )
+    # brackets inside strings count for the old look but never change the answer
+    texty = {"t": "{[" * (pad // 2 + 200), "v": _nested(min(depth, 120), 0)}
+    raw = json.dumps(texty).encode()
+    assert value_issue(texty, limits, level, raw) == _old_value_issue(texty, limits, level, raw)
+
+
+def test_parse_json_bytes_depth_cap_at_every_size() -> None:
+    limits = ReadLimits(max_depth=8)
+    for pad in (0, 3000, 70_000, 1_100_000):
+        ok = json.dumps(_nested(8, pad)).encode()
+        deep = json.dumps(_nested(9, pad)).encode()
+        assert parse_json_bytes(ok, limits)[1] == []
+        value, issues = parse_json_bytes(deep, limits)
+        assert value is None and [i.kind for i in issues] == [IssueKind.TOO_DEEP]
+
+
+def test_a_root_swapped_for_a_link_is_seen_after_the_cache_is_cleared(tmp_path: Path) -> None:
+    from bf_assets.ingest.readers import clear_path_cache
+
+    inside, outside = tmp_path / "a", tmp_path / "b"
+    for d in (inside, outside):
+        (d / "t").mkdir(parents=True)
+        (d / "t" / "f.json").write_text("{}")
+    root = tmp_path / "root"
+    root.symlink_to(inside)
+    clear_path_cache()
+    for r in (root, str(root)):  # a root given as a path or as a string
+        real, size, issue = resolve_file(root / "t" / "f.json", r)
+        assert issue is None and real == os.path.realpath(root / "t" / "f.json") and size == 2
+    # the file is reached through a link to elsewhere: it leaves the (real) root
+    (root / "t" / "g.json").symlink_to(outside / "t" / "f.json")
+    assert resolve_file(root / "t" / "g.json", root).issue.kind is IssueKind.LINK_ESCAPE
+    root.unlink()
+    root.symlink_to(outside)
+    clear_path_cache()  # a new review: the root now resolves to b
+    real, _, issue = resolve_file(root / "t" / "f.json", root)
+    assert issue is None and real == os.path.realpath(outside / "t" / "f.json")

@@ -12,28 +12,61 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bf_assets.ingest.scan import TrialData
 
-_CODEX_BLOCK = re.compile(r"<skills_instructions>(.*?)</skills_instructions>", re.S)
+
+class _Guarded:
+    """A compiled pattern whose every match holds a literal: ``search`` looks for the
+    literal first (``str.__contains__``, far faster than the regex engine's scan of a long
+    prompt that lacks it) and gives the same answer."""
+
+    __slots__ = ("rx", "needles")
+
+    def __init__(self, pattern: str, flags: int, *needles: str) -> None:
+        self.rx = re.compile(pattern, flags)
+        self.needles = needles  # every match contains one of them
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        if not any(n in text for n in self.needles):
+            return None
+        return self.rx.search(text, pos)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.rx.finditer(text)
+
+
+_CODEX_BLOCK = _Guarded(
+    r"<skills_instructions>(.*?)</skills_instructions>", re.S, "<skills_instructions>"
+)
 _CODEX_LIST = re.compile(r"### Available skills\n(.*?)(?:\n### |\Z)", re.S)
 _CODEX_ENTRY = re.compile(r"^- ([^:\n]+): (.*?)(?: \(file: ([^)\n]+)\))?$", re.M)
-_AVAILABLE = re.compile(r"<available_skills>(.*?)</available_skills>", re.S)
+_AVAILABLE = _Guarded(r"<available_skills>(.*?)</available_skills>", re.S, "<available_skills>")
 _SKILL = re.compile(r"<skill>(.*?)</skill>", re.S)
 _GEMINI_HEADER = "# Available Agent Skills"
 CLAUDE_MARKER = "The following skills are available for use with the Skill tool:"
-_CLAUDE_BLOCK = re.compile(
-    re.escape(CLAUDE_MARKER) + r"\n\n(.*?)(?=\n\n(?!- )|\n?</system-reminder>|\Z)", re.S
+_CLAUDE_BLOCK = _Guarded(
+    re.escape(CLAUDE_MARKER) + r"\n\n(.*?)(?=\n\n(?!- )|\n?</system-reminder>|\Z)",
+    re.S,
+    CLAUDE_MARKER,
 )
 _CLAUDE_ENTRY = re.compile(r"^- ([^:\n]+): (.*?)(?=\n- |\Z)", re.S | re.M)
-_PI = re.compile(r"pi, a coding agent harness|pi-coding-agent")
-_MD_SKILLS = re.compile(r"^## Available Skills\n((?:- \*\*[^*\n]+\*\*:[^\n]*\n?)*)", re.M)
+_PI = _Guarded(
+    r"pi, a coding agent harness|pi-coding-agent",
+    0,
+    "pi, a coding agent harness",
+    "pi-coding-agent",
+)
+_MD_SKILLS = _Guarded(
+    r"^## Available Skills\n((?:- \*\*[^*\n]+\*\*:[^\n]*\n?)*)", re.M, "## Available Skills\n"
+)
 _MD_ENTRY = re.compile(r"^- \*\*([^*\n]+)\*\*: ?(.*)$", re.M)
 _NO_SKILLS = "No skills are currently available."
-_HARVEY_SKILL = re.compile(r"^## Skill: ([^\n]+)$", re.M)
+_HARVEY_SKILL = _Guarded(r"^## Skill: ([^\n]+)$", re.M, "## Skill: ")
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from bf_assets.audit.events import Events, tool_failed
 from bf_assets.audit.fileops import action_ops, hidden_kind
 from bf_assets.findings import Finding, finding
 from bf_assets.gate.view import num, parse_time, result_view
-from bf_assets.ingest.readers import JsonlFile, iter_jsonl
+from bf_assets.ingest.readers import AUDIT_LIMITS, JsonlFile, iter_jsonl
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, TrialData
 
 VERIFIER_ONLY = frozenset(
@@ -102,7 +102,8 @@ def _reward_before_agent_end(t: TrialData) -> list[Finding]:
     end = _agent_end(t)
     if end is None:
         return []
-    gen = iter_jsonl(os.path.join(t.ref.path, "rewards.jsonl"), t.ref.root, JsonlFile())
+    path = os.path.join(t.ref.path, "rewards.jsonl")
+    gen = iter_jsonl(path, t.ref.root, JsonlFile(), AUDIT_LIMITS)
     try:
         for n, item in enumerate(gen):
             if n >= 50:

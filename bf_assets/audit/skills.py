@@ -34,7 +34,7 @@ from bf_assets.audit.expected import expected_skills, norm_skill, sandbox_skills
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.harbor import HarborCatalog
 from bf_assets.ingest.harnesses import harness_of
-from bf_assets.ingest.readers import JsonlFile, iter_jsonl
+from bf_assets.ingest.readers import AUDIT_LIMITS, JsonlFile, iter_jsonl
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, TrialData
 
 MAX_LATER_REQUESTS = 64
@@ -66,7 +66,7 @@ class Located:
 
 
 def _iter_lines(t: TrialData, rel: str, limit: int) -> Iterator[tuple[int, Any]]:
-    gen = iter_jsonl(Path(t.ref.path) / rel, Path(t.ref.root), JsonlFile())
+    gen = iter_jsonl(Path(t.ref.path) / rel, Path(t.ref.root), JsonlFile(), AUDIT_LIMITS)
     try:
         for n, item in enumerate(gen):
             if n >= limit:

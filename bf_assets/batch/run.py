@@ -26,7 +26,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
-from bf_assets.ingest.readers import clear_path_cache, without_digests
+from bf_assets.ingest.readers import clear_path_cache, for_review_only
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
@@ -189,11 +189,12 @@ def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple
 
 def spill_options(options: ReviewOptions) -> ReviewOptions:
     """The options a spilled review is made with: neither its JSON nor its slim form holds
-    the file inventory, so the files are not hashed (the same findings, verdicts and JSON;
-    a review the cache keeps has its digests)."""
-    if options.cache_dir or options.hash_files or not options.limits.digests:
+    the file inventory, so the files are not hashed, nor the files no check reads sized (the
+    same findings, verdicts and JSON; a review the cache keeps has its digests and sizes)."""
+    if options.cache_dir or options.hash_files:
         return options
-    return replace(options, limits=without_digests(options.limits))
+    limits = for_review_only(options.limits)
+    return options if limits is options.limits else replace(options, limits=limits)
 
 
 def review_refs(

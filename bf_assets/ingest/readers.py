@@ -47,6 +47,10 @@ class ReadLimits:
     # them (see :func:`without_digests`); no check reads a digest.  Not in the repr, which
     # keys the review cache.
     digests: bool = field(default=True, repr=False)
+    # The inventory's figures no check reads: the sizes of the files not parsed (one
+    # ``stat`` each) and the line counts of the documents (a pass over their bytes).  Off
+    # only where no one keeps the inventory (see :func:`for_review_only`); not in the repr.
+    sizes: bool = field(default=True, repr=False)
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -56,6 +60,20 @@ def without_digests(limits: ReadLimits) -> ReadLimits:
     """``limits`` with the file digests off: reads give ``FileStats.sha256 = None`` and
     skip hashing (on a 300 MB trial, the biggest cost per byte after the read itself)."""
     return replace(limits, digests=False) if limits.digests else limits
+
+
+# An audit's own read of a file (``rewards.jsonl``, a later request): the default caps,
+# no digest (nothing keeps the stats of such a read).
+AUDIT_LIMITS = ReadLimits(digests=False)
+
+
+def for_review_only(limits: ReadLimits) -> ReadLimits:
+    """``limits`` for a review whose file inventory no one keeps (its JSON and slim form hold
+    none): no digests, the files no check reads listed without their sizes, the documents
+    without their line counts.  The findings and verdicts are those of ``limits``."""
+    if not (limits.digests or limits.sizes):
+        return limits
+    return replace(limits, digests=False, sizes=False)
 
 
 class _NoDigest:
@@ -193,6 +211,7 @@ def clear_path_cache() -> None:
     """Forget resolved directories (call before a new review: links may have changed).
     Also starts a new :func:`path_generation` (digests kept per batch are taken again)."""
     _REAL_DIRS.clear()
+    _ROOTS.clear()
     _GENERATION[0] += 1
 
 
@@ -220,8 +239,8 @@ def escape_name(name: str) -> str:
     a control character ``\\xHH`` and any other surrogate ``\\uHHHH``: deterministic, and
     :func:`unescape_name` gives the original back (two names never share an escaped form).
     """
-    if _PLAIN_NAME.match(name):
-        return name
+    if (name.isascii() and name.isprintable() and "\\" not in name) or _PLAIN_NAME.match(name):
+        return name  # printable ASCII (0x20..0x7e) without a backslash: plain, no regex
     out = []
     for ch in name:
         o = ord(ch)
@@ -291,11 +310,12 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
             head = sp[:cut]
             if head and head != "/" * len(head):
                 head = head.rstrip("/")
-            real_s = os.path.join(_real_dir(head), name)
-        real_root = _real_dir(os.fspath(root))
+            real_d = _real_dir(head)  # ``os.path.join(real_d, name)``: name holds no "/"
+            real_s = real_d + name if real_d.endswith("/") else real_d + "/" + name
+        real_root, inside = _root_of(root)
     except OSError as exc:
         return Resolved(None, 0, ReadIssue(IssueKind.IO_ERROR, f"cannot resolve {name}: {exc}"))
-    if real_s != real_root and not real_s.startswith(_inside(real_root)):
+    if real_s != real_root and not real_s.startswith(inside):
         return Resolved(
             None,
             0,
@@ -315,6 +335,21 @@ def resolve_file(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> 
             ReadIssue(IssueKind.SPECIAL_FILE, f"{name} is not a regular file; not opened"),
         )
     return Resolved(real_s, st.st_size, None)
+
+
+_ROOTS: dict[str | os.PathLike[str], tuple[str, str]] = {}
+
+
+def _root_of(root: str | os.PathLike[str]) -> tuple[str, str]:
+    """``(real path, what every path inside it starts with)`` of a run root, kept until
+    :func:`clear_path_cache` (every read of a batch asks for the same root)."""
+    hit = _ROOTS.get(root)
+    if hit is None:
+        real_root = _real_dir(os.fspath(root))
+        if len(_ROOTS) >= _REAL_DIRS_MAX:
+            _ROOTS.clear()
+        hit = _ROOTS[root] = (real_root, _inside(real_root))
+    return hit
 
 
 _INSIDE: dict[str, str] = {}
@@ -382,6 +417,8 @@ def encode_problem(value: Any, room: int) -> str | None:
 
 
 _CHAINS: dict[int, tuple[list[Any], list[Any]]] = {}  # wrappers -> (outermost, innermost)
+# Every byte but the brackets (``bytes.translate`` deletes them, leaving the brackets).
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[{")
 
 
 def value_issue(
@@ -394,10 +431,18 @@ def value_issue(
     plus at most one it was parsed into, so a piece with few brackets needs no look)."""
     room = depth_cap(limits) - level + 1
     if data is not None:
-        raw = data if isinstance(data, bytes | bytearray) else bytes(data)
         # ``value`` may be one container more than ``data`` (a step parsed from the rest of
         # its bytes after ``{"prompt":null``): then the brackets may not reach ``room``.
-        if raw.count(b"[") + raw.count(b"{") < room:
+        if len(data) < room:  # fewer bytes than that, so fewer brackets
+            return None
+        raw = data if isinstance(data, bytes | bytearray) else bytes(data)
+        # The brackets counted in one pass (``count`` twice reads every byte twice); a big
+        # piece is counted in place (translate's copy of its brackets could be big too).
+        if len(raw) <= MiB:
+            brackets = len(raw.translate(None, _NOT_BRACKETS))
+        else:
+            brackets = raw.count(b"[") + raw.count(b"{")
+        if brackets < room:
             return None
     problem = encode_problem(value, room)
     if problem is None:
@@ -532,7 +577,8 @@ def read_document(
             ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
         )
         return doc
-    doc.stats = FileStats(len(data), digest_of(data, limits), _count_lines(data), read=True)
+    lines = _count_lines(data) if limits.sizes else 0
+    doc.stats = FileStats(len(data), digest_of(data, limits), lines, read=True)
     if len(data) > limits.max_document_bytes:
         doc.stats = FileStats(size=size)
         doc.issues.append(

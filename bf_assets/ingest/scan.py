@@ -346,6 +346,11 @@ def _scan_rows(path: str, root: str, limits: ReadLimits) -> RowsFacts:
     return facts
 
 
+def _inside(trial: str, rel: str) -> str:
+    """``os.path.join(trial, rel)`` for a relative ``rel`` (the hot path of every trial)."""
+    return trial + rel if not trial or trial.endswith("/") else trial + "/" + rel
+
+
 def _size(path: str) -> int:
     try:
         return os.stat(path).st_size
@@ -359,10 +364,10 @@ def _scan_llm_and_rows(
     """The LLM trajectory and the rows, on two cores when both are big (a child process
     scans the LLM trajectory meanwhile; the result is the serial one either way)."""
 
-    llm_path = os.path.join(trial, LLM_FILE)
+    llm_path, rows_path = _inside(trial, LLM_FILE), _inside(trial, ROWS_FILE)
     llm_size = _size(llm_path) if has_llm else 0
     big = llm_size >= PARALLEL_MIN_BYTES  # only then is the rows file's size asked
-    rows_size = _size(os.path.join(trial, ROWS_FILE)) if big and has_rows else 0
+    rows_size = _size(rows_path) if big and has_rows else 0
 
     def llm() -> tuple[LlmFacts, FileStats]:
         return _scan_llm(llm_path, root, limits, llm_size) if has_llm else (LlmFacts(), FileStats())
@@ -374,10 +379,10 @@ def _scan_llm_and_rows(
         job = start_forked(llm)
     if job is None:
         llm_facts, llm_stats = llm()
-        rows = _scan_rows(os.path.join(trial, ROWS_FILE), root, limits) if has_rows else RowsFacts()
+        rows = _scan_rows(rows_path, root, limits) if has_rows else RowsFacts()
         return llm_facts, llm_stats, rows
     try:
-        rows = _scan_rows(os.path.join(trial, ROWS_FILE), root, limits)
+        rows = _scan_rows(rows_path, root, limits)
     except BaseException:
         job.cancel()
         raise
@@ -393,9 +398,11 @@ def _inventory(
     *,
     hash_files: bool,
     listed: dict[str, list[os.DirEntry[str]]] | None = None,
+    sizes: bool = True,
 ) -> list[FileEntry]:
     """Every file of the trial: parsed files reuse the stats of their read; the others are
-    hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review)."""
+    hashed when ``hash_files`` (the ``raw_trials`` inventory) or only sized (a review;
+    ``sizes=False``: not even sized, when no one keeps the inventory)."""
     entries: list[FileEntry] = []
     base = os.fspath(trial)
     stack = [(base, "")]
@@ -431,7 +438,7 @@ def _inventory(
             if not hash_files:
                 try:
                     plain = e.is_file(follow_symlinks=False)
-                    size = e.stat(follow_symlinks=False).st_size if plain else None
+                    size = e.stat(follow_symlinks=False).st_size if plain and sizes else None
                 except OSError:
                     plain, size = False, None
                 if plain:  # links and special files go through the safety check below
@@ -501,12 +508,10 @@ def scan_trial(
     # One listing per directory decides what to open: absent files cost no system call.
     listed: dict[str, list[os.DirEntry[str]]] = {}
     names = _listing(trial, listed)
-    traj = _listing(os.path.join(trial, "trajectory"), listed) if "trajectory" in names else set()
+    traj = _listing(_inside(trial, "trajectory"), listed) if "trajectory" in names else set()
 
     def doc(name: str) -> Document:
-        return (
-            read_document(os.path.join(trial, name), root, limits) if name in names else Document()
-        )
+        return read_document(_inside(trial, name), root, limits) if name in names else Document()
 
     result, config, run_config, prompts = (
         doc("result.json"),
@@ -515,7 +520,7 @@ def scan_trial(
         doc("prompts.json"),
     )
     acp, acp_stats = (
-        _scan_acp(os.path.join(trial, ACP_FILE), root, limits)
+        _scan_acp(_inside(trial, ACP_FILE), root, limits)
         if "acp_trajectory.jsonl" in traj
         else (AcpFacts(), FileStats())
     )
@@ -557,7 +562,9 @@ def scan_trial(
     for rel, st in harbor.stats.items():
         if st.read:
             known.setdefault(rel, st)
-    files = _inventory(trial, root, known, file_issues, hash_files=hash_files, listed=listed)
+    files = _inventory(
+        trial, root, known, file_issues, hash_files=hash_files, listed=listed, sizes=limits.sizes
+    )
     return TrialData(
         ref,
         ref.layout,
