@@ -121,3 +121,26 @@ def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
     c = Candidate.from_review(t, files=[("result.json", "bb"), ("results.jsonl", "ab")])
     assert a.rollout_id == b.rollout_id != c.rollout_id
     assert a.rollout_id.startswith("sha256:")
+
+
+def test_a_decision_is_found_by_its_trial_key() -> None:
+    """``get`` / ``[]`` find every trial's decision, the last one when two trials share a
+    key (as a dictionary of them would), nothing for an unknown key; also after a pickle
+    round trip (the index is rebuilt in the loading process)."""
+    import pickle
+
+    from bf_assets.dataset.decide import Decision, ExportDecision
+
+    def one(job: str, rollout: str, reason: str) -> Decision:
+        return Decision(job, rollout, f"{job}/{rollout}", (None,) * 6, "pass", "v", reason)
+
+    ds = [one(f"j{i % 7}", f"r{i}", "exported") for i in range(300)]
+    ds.append(one("j0", "r0", "superseded"))  # the same key again, later
+    dec = ExportDecision(ds)
+    for back in (dec, pickle.loads(pickle.dumps(dec))):
+        assert all(back[d.key] == d for d in ds[1:300])
+        assert back.get(("j0", "r0")) == ds[-1] and back[("j0", "r0")].reason == "superseded"
+        assert back.get(("j0", "nope")) is None and back.get(("", "")) is None
+        with pytest.raises(KeyError):
+            back[("j9", "r1")]
+    assert ExportDecision().get(("a", "b")) is None

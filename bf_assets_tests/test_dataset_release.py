@@ -114,3 +114,32 @@ def test_probe_lanes_never_count_as_excluded() -> None:
     ]
     a, *_ = _run(rs, _plan())
     assert a.verdict == "publishable"
+
+
+def test_trial_reasons_are_made_from_the_decision_in_order() -> None:
+    """The reasons about excluded trials are not kept but made from the decision when read:
+    the same reasons, in the same order (the fixed ones first, optional slots last), also
+    after a pickle round trip of the decision they are made from."""
+    import pickle
+
+    from bf_assets.dataset.release import CLEAN, NOT, WITH_Q, ReleaseReason
+
+    t1_new = make_review("t1", started_at="2026-06-02T00:00:00")
+    t1_old = make_review("t1", started_at="2026-06-01T00:00:00", rollout="t1__old")
+    bad = make_review("t1", rollout="t1__bad", checks=["HACK_SCORE_WRITE"])
+    a, *_ = _run([t1_new, t1_old, bad], _plan(required=False))
+    reasons = list(a.reasons)
+    kinds = [r.kind for r in reasons]
+    assert kinds == ["superseded", "rejected", "optional_slot_missing"]
+    assert reasons[0] == ReleaseReason(WITH_Q, "superseded", f"{t1_old.ref.job_key}/t1__old")
+    assert a.reasons == reasons and len(a.reasons) == 3 and a.reasons[1] == reasons[1]
+    assert a.verdict == WITH_Q and a.decisive() == reasons
+    assert a.counts() == {"optional_slot_missing": 1, "rejected": 1, "superseded": 1}
+    back = pickle.loads(pickle.dumps(a))
+    assert back.reasons == reasons and back.verdict == a.verdict
+    # nothing excluded, nothing missing: no reasons at all
+    clean, *_ = _run([make_review("t1"), make_review("t2")], _plan())
+    assert clean.verdict == CLEAN and clean.reasons == [] and not clean.reasons
+    # a blocking reason still decides over the trials' ones
+    worse, *_ = _run([t1_new, t1_old], _plan())
+    assert worse.verdict == NOT and [r.kind for r in worse.decisive()] == ["required_slot_missing"]

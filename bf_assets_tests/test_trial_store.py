@@ -70,6 +70,42 @@ def test_stored_review_gives_the_whole_reviews_outputs(
     assert all(not t.skills for t in ds.trials)
 
 
+def test_reviews_without_inventory_are_kept_as_slim_reviews(
+    corpus: Path, reviews: list, tmp_path: Path
+) -> None:
+    """The release's reviews (rebuilt from the warehouse tables) have no inventory: each is
+    kept as one SlimReview, and every output is still the whole reviews' one, also after a
+    pickle round trip."""
+    from dataclasses import replace
+
+    from bf_assets.batch.slimreview import SlimReview
+
+    bare = [replace(t, files=[]) for t in reviews]
+    q = str(quarantine_first_trial(corpus, tmp_path))
+    full = assemble(bare, quarantine_path=q)
+    ds = _stored(bare, tmp_path, q)
+    assert all(isinstance(t, SlimReview) for t in ds.trials)
+    back = pickle.loads(pickle.dumps(ds))
+    assert all(isinstance(t, SlimReview) for t in back.trials)
+    for got in (ds, back):
+        for i, t in enumerate(full.trials):
+            assert orjson.loads(got.trial_json(i)) == t.to_json()
+            whole = got.full_trial(i)
+            assert whole == replace(t, identity=replace(t.identity, sources={}))
+            assert got.trials[i].ref.path == t.ref.path
+            assert got.trials[i].identity.slot() == t.identity.slot()
+        assert got.decision.decisions == full.decision.decisions
+        assert got.release_verdict == full.release_verdict
+        assert report_markdown(got, ["r"]) == report_markdown(full, ["r"])
+    a = report_files(full, tmp_path / "a", ReportContext(roots=("r",)), clean=True)
+    b = report_files(back, tmp_path / "b", ReportContext(roots=("r",)), clean=True)
+    assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    # trials the dataset review changed share their new state with equal ones
+    changed = [t.state for t in ds.trials if t.findings and t.findings[-1].check.startswith("C")]
+    same = {(s.outcome, s.healthy, s.verdict, s.attribution, id(s.findings)) for s in changed}
+    assert len({id(s) for s in changed}) == len(same)
+
+
 def test_a_pickled_review_reads_its_store_beside_the_pickle(
     corpus: Path, reviews: list, tmp_path: Path
 ) -> None:

@@ -15,6 +15,8 @@ of ``TrialRef`` and ``Identity``), which is all the dataset review reads, and
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +159,52 @@ class SlimReview:
     def skills(self) -> dict[str, Any]:
         return {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its parts and its own values (the parts are shared within a pickle)."""
+        return (
+            _slim_from,
+            (
+                self.job_part,
+                self.cell,
+                self.state,
+                self.rollout,
+                self.identity_rollout,
+                self.started_at,
+                self.trial_index,
+                self.reward,
+                self.odd,
+            ),
+        )
+
+    def restated(
+        self,
+        findings: list[Finding],
+        verdict: str,
+        shared: dict[tuple[Any, ...], StatePart] | None = None,
+    ) -> SlimReview:
+        """This trial with other findings and verdict (the dataset review's); equal states
+        are one :class:`StatePart` across the calls that pass the same ``shared``."""
+        s = self.state
+        key = (s.outcome, s.healthy, s.training_ready, verdict, s.attribution, id(findings))
+        state = shared.get(key) if shared is not None else None
+        if state is None or state.findings is not findings:
+            state = StatePart(
+                s.outcome, s.healthy, s.training_ready, verdict, s.attribution, findings
+            )
+            if shared is not None:
+                shared[key] = state
+        return _slim_from(
+            self.job_part,
+            self.cell,
+            state,
+            self.rollout,
+            self.identity_rollout,
+            self.started_at,
+            self.trial_index,
+            self.reward,
+            self.odd,
+        )
+
     def review(self) -> TrialReview:
         """The ``TrialReview`` this stands for (a new object each call)."""
         j, c, s = self.job_part, self.cell, self.state
@@ -198,6 +246,97 @@ class SlimReview:
             skills={},
             reward=self.reward,
         )
+
+
+def _slim_from(
+    job_part: JobPart,
+    cell: CellPart,
+    state: StatePart,
+    rollout: str,
+    identity_rollout: str | None,
+    started_at: str | None,
+    trial_index: int | None,
+    reward: float | None,
+    odd: tuple[str, str] | None,
+) -> SlimReview:
+    s = SlimReview.__new__(SlimReview)
+    s.job_part, s.cell, s.state = job_part, cell, state
+    s.rollout, s.identity_rollout, s.started_at = rollout, identity_rollout, started_at
+    s.trial_index, s.reward, s.odd = trial_index, reward, odd
+    return s
+
+
+def _text(s: str | None) -> str | None:
+    return sys.intern(s) if isinstance(s, str) else s
+
+
+class SlimMaker:
+    """Makes the :class:`SlimReview` of whole reviews, sharing what trials share: equal job,
+    cell and state parts are one object each, equal rewards one float."""
+
+    def __init__(self) -> None:
+        self.parts: dict[Any, Any] = {}
+        self.states: dict[tuple[Any, ...], StatePart] = {}
+        self.floats: dict[tuple[float, float], float] = {}
+
+    def make(self, t: TrialReview, findings: list[Finding]) -> SlimReview:
+        """The slim review of ``t`` with ``findings`` (the caller shares equal lists; never
+        written to) in place of its own; files, skills and identity sources are not kept."""
+        ref, ident = t.ref, t.identity
+        job_part = self._share(
+            JobPart(
+                sys.intern(ref.root),
+                sys.intern(ref.job_key),
+                sys.intern(ref.job),
+                sys.intern(ref.layout),
+                sys.intern(ref.rel_path.rpartition("/")[0]),
+                ref.link_escape,
+                _text(ident.job),
+            )
+        )
+        cell = self._share(
+            CellPart(
+                _text(ident.task_id),
+                _text(ident.harness),
+                _text(ident.model),
+                _text(ident.skill_mode),
+                _text(ident.sandbox),
+                _text(ident.source_ref),
+                _text(ident.task_digest),
+                sys.intern(t.layout),
+            )
+        )
+        key = (t.outcome, t.healthy, t.training_ready, t.verdict, t.attribution, id(findings))
+        state = self.states.get(key)
+        if state is None or state.findings is not findings:
+            state = self.states[key] = StatePart(
+                sys.intern(t.outcome),
+                t.healthy,
+                t.training_ready,
+                sys.intern(t.verdict),
+                sys.intern(t.attribution),
+                findings,
+            )
+        rollout = ident.rollout
+        return SlimReview(
+            job_part,
+            cell,
+            state,
+            ref,
+            ref.rollout if rollout == ref.rollout else _text(rollout),
+            ident.started_at,
+            ident.trial_index,
+            self.reward(t.reward),
+        )
+
+    def _share(self, part: Any) -> Any:
+        return self.parts.setdefault(part, part)
+
+    def reward(self, value: Any) -> Any:
+        """Equal float rewards share one object (signed zeros and NaN stay apart)."""
+        if type(value) is not float or value != value:
+            return value
+        return self.floats.setdefault((value, math.copysign(1.0, value)), value)
 
 
 class RefView:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from bf_assets.batch.slimreview import SlimReview
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import TrialKey, joined, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
@@ -173,8 +174,9 @@ def assemble(
     cov = compute_coverage(reviews, plan, oracle_rewards=oracle, noop_rewards=noop)
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
-    merged = []
+    merged: list[TrialReview] = []
     lists: dict[tuple[Finding, ...], list[Finding]] = {}  # equal merged lists: one object
+    states: dict[tuple[Any, ...], Any] = {}  # equal states of slim reviews: one object
     for r in reviews:
         key = trial_key(r)
         extra = cov.trial_findings.get(key, [])
@@ -182,7 +184,11 @@ def assemble(
             merged.append(r)  # unchanged: no second copy
             continue
         fs = sort_findings([*r.findings, *extra])
-        merged.append(replace(r, findings=lists.setdefault(tuple(fs), fs), verdict=verdicts[key]))
+        fs = lists.setdefault(tuple(fs), fs)
+        if isinstance(r, SlimReview):
+            merged.append(r.restated(fs, verdicts[key], states))  # type: ignore[arg-type]
+        else:
+            merged.append(replace(r, findings=fs, verdict=verdicts[key]))
     decision = decide_exports(merged, cov)
     assessment = assess_release(decision, cov)
     return DatasetReview(

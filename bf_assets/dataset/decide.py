@@ -25,6 +25,8 @@ back through :meth:`ExportDecision.with_curation` so every view shows them too.
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -143,7 +145,12 @@ class ExportDecision:
 
     def __init__(self, decisions: Iterable[Decision] = ()) -> None:
         self.decisions = list(decisions)
-        self._by_key = {d.key: d for d in self.decisions}
+        # the index by key: the decisions' positions ordered by their key's hash, two
+        # machine words a trial (a dictionary of key tuples takes some 100 bytes a trial)
+        hashes = [hash(d.key) for d in self.decisions]
+        order = sorted(range(len(hashes)), key=hashes.__getitem__)
+        self._hash = array("q", [hashes[i] for i in order])
+        self._pos = array("q", order)
 
     def __getstate__(self) -> list[bytes]:
         """The decisions as :func:`pickled_chunks` (the index by key is rebuilt on load)."""
@@ -153,10 +160,22 @@ class ExportDecision:
         self.__init__(unpickled(state))  # type: ignore[misc]
 
     def get(self, key: TrialKey) -> Decision | None:
-        return self._by_key.get(key)
+        """The decision of the trial ``key`` (of the last one, when several share it)."""
+        h = hash(key)
+        i = bisect_left(self._hash, h)
+        found = None
+        while i < len(self._hash) and self._hash[i] == h:
+            d = self.decisions[self._pos[i]]
+            if d.key == key:
+                found = d  # positions of one hash ascend: the last match is the last trial
+            i += 1
+        return found
 
     def __getitem__(self, key: TrialKey) -> Decision:
-        return self._by_key[key]
+        d = self.get(key)
+        if d is None:
+            raise KeyError(key)
+        return d
 
     @property
     def exported(self) -> list[Decision]:

@@ -14,12 +14,14 @@ Oracle and no-op probe lanes are never model data and never count as excluded.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.dataset.common import show_key
 from bf_assets.dataset.coverage import MISSING, UNHEALTHY, Coverage
-from bf_assets.dataset.decide import PROBE_REASONS, ExportDecision
+from bf_assets.dataset.decide import PROBE_REASONS, Decision, ExportDecision
 
 NOT = ReleaseVerdict.NOT_PUBLISHABLE.value
 WITH_Q = ReleaseVerdict.PUBLISHABLE_WITH_QUARANTINES.value
@@ -37,10 +39,68 @@ class ReleaseReason:
         return f"{self.kind.replace('_', ' ')} ({self.subject})"
 
 
+class Reasons(Sequence[ReleaseReason]):
+    """Every reason in order: ``head``, one per trial the decision excludes (but the probe
+    lanes), then ``tail``.  The trials' reasons are made from the decision when read, not
+    kept (one object and one text a trial for a large corpus); equal to the list of the
+    same reasons."""
+
+    def __init__(
+        self,
+        head: list[ReleaseReason],
+        decision: ExportDecision | None = None,
+        tail: list[ReleaseReason] | None = None,
+    ) -> None:
+        self.head = head
+        self.decision = decision
+        self.tail = tail or []
+        self.excluded = sum(1 for _ in self._excluded())
+
+    def _excluded(self) -> Iterator[Decision]:
+        if self.decision is None:
+            return
+        for d in self.decision.decisions:
+            if not d.exported and d.reason not in PROBE_REASONS:
+                yield d
+
+    def __iter__(self) -> Iterator[ReleaseReason]:
+        yield from self.head
+        for d in self._excluded():
+            yield ReleaseReason(WITH_Q, d.kind, show_key(d.key))
+        yield from self.tail
+
+    def __len__(self) -> int:
+        return len(self.head) + self.excluded + len(self.tail)
+
+    @overload
+    def __getitem__(self, index: int) -> ReleaseReason: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ReleaseReason]: ...
+    def __getitem__(self, index: int | slice) -> ReleaseReason | list[ReleaseReason]:
+        return list(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Reasons({list(self)!r})"
+
+    def levels(self) -> set[str]:
+        """The distinct levels of the reasons (without making the trials' reasons)."""
+        out = {r.level for r in self.head} | {r.level for r in self.tail}
+        if self.excluded:
+            out.add(WITH_Q)
+        return out
+
+
 @dataclass(slots=True)
 class ReleaseAssessment:
     verdict: str
-    reasons: list[ReleaseReason] = field(default_factory=list)
+    reasons: Sequence[ReleaseReason] = field(default_factory=list)
 
     def decisive(self) -> list[ReleaseReason]:
         return [r for r in self.reasons if r.level == self.verdict]
@@ -71,11 +131,11 @@ def assess_release(
     n_export = len(decision.exported)
     if n_export <= 0:
         reasons.append(ReleaseReason(NOT, "nothing_to_export", f"{n_export} export rows"))
-    for d in decision.decisions:
-        if not d.exported and d.reason not in PROBE_REASONS:
-            reasons.append(ReleaseReason(WITH_Q, d.kind, show_key(d.key)))
-    for row in coverage.planned_rows():
-        if not row.required and row.state in (MISSING, UNHEALTHY):
-            reasons.append(ReleaseReason(WITH_Q, f"optional_slot_{row.state}", row.label()))
-    verdict = min((x.level for x in reasons), key=_RANK.__getitem__, default=CLEAN)
-    return ReleaseAssessment(verdict, reasons)
+    tail = [
+        ReleaseReason(WITH_Q, f"optional_slot_{row.state}", row.label())
+        for row in coverage.planned_rows()
+        if not row.required and row.state in (MISSING, UNHEALTHY)
+    ]
+    every = Reasons(reasons, decision, tail)
+    verdict = min(every.levels(), key=_RANK.__getitem__, default=CLEAN)
+    return ReleaseAssessment(verdict, every)

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from bf_assets.batch.slimreview import SlimMaker, SlimReview
 from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
@@ -195,6 +196,7 @@ class StoreWriter:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.store = TrialStore(directory)
         self.interner = Interner()
+        self.maker = SlimMaker()
         self._blockers: dict[tuple[Finding, ...], list[Finding]] = {}
 
     def add(self, t: TrialReview) -> TrialReview:
@@ -208,9 +210,9 @@ class StoreWriter:
         return [self.add(t) for t in reviews]
 
     def slim(self, t: TrialReview) -> TrialReview:
-        s = self.interner.review(t, t.ref)
-        if t.files:  # sandbox parity and the report read inventories (the release has none)
-            s.files = t.files
+        """A :class:`SlimReview` (one object, its parts shared with other trials'); a review
+        with a file inventory stays a ``TrialReview`` with that inventory (sandbox parity and
+        the report read inventories; the release's reviews have none)."""
         if any(f.severity == Severity.BLOCKER for f in t.findings):
             # the report shows the first blocker's message: blockers keep theirs
             key = tuple(
@@ -219,7 +221,14 @@ class StoreWriter:
                 else Finding(f.check, f.severity, f.message, f.file, f.line, None)
                 for f in t.findings
             )
-            s.findings = self._blockers.setdefault(key, list(key))
+            findings = self._blockers.setdefault(key, list(key))
+        else:
+            findings = self.interner.finding_list(t.findings)
+        if not t.files:
+            return self.maker.make(t, findings)  # type: ignore[return-value]
+        s = self.interner.review(t, t.ref)
+        s.files = t.files
+        s.findings = findings
         return s
 
 
@@ -229,11 +238,11 @@ def stored_json(store: TrialStore, index: int, extra: list[Finding], verdict: st
     return final_json(store.get(index), extra, verdict, store.stored_verdict(index))
 
 
-def full_review(slim: TrialReview, data: bytes) -> TrialReview:
+def full_review(slim: TrialReview | SlimReview, data: bytes) -> TrialReview:
     """The whole review of a slim one, from its JSON (``stored_json``)."""
     obj = orjson.loads(data)
     return replace(
-        slim,
+        slim.review() if isinstance(slim, SlimReview) else slim,
         findings=[Finding.from_dict(f) for f in obj["findings"]],
         skills=obj.get("skills") or {},
     )

@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from bf_assets.dataset.memory import trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.pages import early as early_pages
@@ -361,6 +362,7 @@ class PickleUPathIOManager(dg.UPathIOManager):
                 tmp.unlink()
         if store is not None:
             _prune_stores(path, store.file_name(path.name))
+        trim()  # the pickler's memo and buffers, before a background render is forked
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}

@@ -18,6 +18,7 @@ import dagster as dg
 import pandas as pd
 
 from bf_assets.dataset.assemble import DatasetReview, assemble
+from bf_assets.dataset.memory import trim
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.reportfiles import report_files
 from bf_assets.dataset.store import StoreWriter
@@ -78,11 +79,15 @@ def _flat(rows: pd.DataFrame) -> pd.DataFrame:
 
 def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
     writer = StoreWriter(local_warehouse(run_roots.roots) / STORE_DIR)
+    trim()  # what the steps before left free (a one-process release: ingest's blocks)
     try:
         reviews = _reviews(validated_trials, run_roots.roots, writer)
+        trim()  # the partitions' tables and whole reviews
         ds = assemble(
             reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
         )
+        del reviews
+        trim()  # the trials the dataset review restated
     except BaseException:
         writer.store.discard()
         raise
