@@ -61,3 +61,22 @@ def test_pages_rendered_on_every_core_are_the_same_bytes(
         site.PARALLEL_MIN_PAGES = old
     assert set(res.pages) == {trial_key(t) for t in ds.trials}
     assert _pages(parallel) == _pages(serial)
+
+
+def test_the_result_names_each_page_and_travels_by_pickle(tmp_path: Path) -> None:
+    """``PagesResult.pages`` (held as page names, made into paths when asked) gives each
+    trial's written file, and survives the pipe from a background render (pickle)."""
+    import pickle
+
+    from bf_assets.pages.site import PageFiles
+
+    out = tmp_path / "pages"
+    files = PageFiles(out, {("job", "r1"): "trials/a-1.html", ("job", "r2"): "trials/b-2.html"})
+    assert len(files) == 2 and ("job", "r1") in files and ("job", "r3") not in files
+    assert files[("job", "r2")] == out / "trials" / "b-2.html"
+    assert dict(files) == {
+        ("job", "r1"): out / "trials/a-1.html",
+        ("job", "r2"): out / "trials/b-2.html",
+    }
+    back = pickle.loads(pickle.dumps(files))
+    assert isinstance(back, PageFiles) and dict(back) == dict(files)

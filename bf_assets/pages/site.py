@@ -24,9 +24,9 @@ import re
 import stat
 import time
 from collections import deque
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -60,11 +60,38 @@ def page_name(key: TrialKey, *, clean: bool = True) -> str:
     return f"{TRIALS_DIR}/{slug}-{digest}.html"
 
 
+class PageFiles(Mapping[TrialKey, Path]):
+    """Each written trial's page file, by trial key: held as the page names (``trials/…``)
+    under one folder and made into paths when asked.  A ``Path`` a trial (its parts list and
+    strings) was the largest part of a 100,000-trial result."""
+
+    __slots__ = ("out", "names")
+
+    def __init__(self, out: Path, names: dict[TrialKey, str] | None = None) -> None:
+        self.out = out
+        self.names: dict[TrialKey, str] = {} if names is None else names
+
+    def __getitem__(self, key: TrialKey) -> Path:
+        return self.out / self.names[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.names
+
+    def __iter__(self) -> Iterator[TrialKey]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __reduce__(self) -> tuple[type[PageFiles], tuple[Path, dict[TrialKey, str]]]:
+        return (PageFiles, (self.out, self.names))
+
+
 @dataclass(slots=True)
 class PagesResult:
     out_dir: Path
     index: Path
-    pages: dict[TrialKey, Path] = field(default_factory=dict)
+    pages: PageFiles
     bytes: int = 0
     largest: int = 0
     seconds: float = 0.0
@@ -109,7 +136,8 @@ def write_pages(
     review report to link from the pages."""
     t0 = time.perf_counter()
     out = Path(out_dir)
-    res = PagesResult(out_dir=out, index=out / INDEX)
+    written: dict[TrialKey, str] = {}  # the pages this call wrote (or found unchanged)
+    res = PagesResult(out_dir=out, index=out / INDEX, pages=PageFiles(out, written))
     report_rel = os.path.relpath(report, out).replace(os.sep, "/") if report else None
     wanted = set(only) if only is not None else None
     state_path = out / STATE_FILE
@@ -119,7 +147,7 @@ def write_pages(
     hrefs: dict[TrialKey, str] = (
         {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
         if wanted is not None
-        else {}
+        else written  # one table, not two alike
     )
     job = _Job(ds, out, clean, report_rel, old_state, code_digest() + rules_digest())
     picked: Sequence[int] = (
@@ -129,28 +157,30 @@ def write_pages(
     )
     for i, (href, digest, n, reused) in zip(picked, _pages(job, picked), strict=True):
         key = trial_key(ds.trials[i])
-        hrefs[key] = href
+        hrefs[key] = written[key] = href
         if digest is not None:
             state[href] = digest
         else:
             state.pop(href, None)
-        res.pages[key] = out / href
+        written[key] = href
         res.reused += reused
         res.bytes += n
         res.largest = max(res.largest, n)
     _save_state(state_path, state)
-    linked = {
-        k: h
-        for k, h in hrefs.items()
-        if k in res.pages or wanted is not None and (out / h).is_file()
-    }
+    # a full run links the pages it wrote (``hrefs`` is ``written``), a partial one also
+    # those of earlier runs still on disk
+    linked = (
+        hrefs
+        if wanted is None
+        else {k: h for k, h in hrefs.items() if k in written or (out / h).is_file()}
+    )
     res.bytes += _write(res.index, index_parts(ds, linked, clean=clean, report_href=report_rel))
     if wanted is None:
-        keep = {p.name for p in res.pages.values()}
+        keep = set(written.values())  # the same strings, not new ones
         trials_dir = out / TRIALS_DIR
         if trials_dir.is_dir():
             for p in trials_dir.glob("*.html"):
-                if p.name not in keep:
+                if f"{TRIALS_DIR}/{p.name}" not in keep:
                     p.unlink(missing_ok=True)
                     res.removed += 1
     res.seconds = time.perf_counter() - t0
