@@ -66,3 +66,63 @@ def test_review_assets_match_the_cli(
     # Coverage: one row per observed slot, a picture in the metadata.
     assert isinstance(cov, pd.DataFrame) and len(cov) == cli.summary["coverage"]["expected"]
     assert "data:image/svg+xml;base64," in meta["coverage"]["matrix"].value
+
+
+def test_flat_frame_is_the_frame_of_its_rows_with_nested_values_as_text() -> None:
+    from bf_assets.defs.review import flat_frame
+
+    rows = [
+        {"a": 1, "b": ["x", "y"], "c": True, "d": None},
+        {"a": 2, "b": None, "c": False, "d": "z"},
+    ]
+    df = flat_frame(iter(rows), ["a", "b", "c", "d"])
+    assert list(df.columns) == ["a", "b", "c", "d"]
+    # a column holding any list is all text (None too, as str gives it)
+    assert df["b"].tolist() == ["['x', 'y']", "None"]
+    assert df["a"].dtype.kind == "i" and df["c"].dtype == bool
+    assert df["d"].isna().tolist() == [True, False]
+    # the same frame as one built from the rows (then flattened), column for column
+    want = pd.DataFrame(rows)
+    want["b"] = want["b"].map(str)
+    pd.testing.assert_frame_equal(df, want)
+    # no rows: the declared columns all the same
+    assert list(flat_frame([], ["a", "b"]).columns) == ["a", "b"]
+
+
+def test_each_view_is_written_before_the_next_is_made(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The coverage and parity tables are on disk (and let go) before the report is made and
+    the dataset review pickled."""
+    import bf_assets.defs.review as review
+
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
+    seen: list[list[str]] = []
+    real_parity, real_report = review._parity, review._report
+
+    def written() -> list[str]:
+        return sorted(p.name for p in (tmp_path / "wh").rglob("*.parquet"))
+
+    def parity(ds):  # type: ignore[no-untyped-def]
+        seen.append(written())
+        return real_parity(ds)
+
+    def report(*args):  # type: ignore[no-untyped-def]
+        seen.append(written())
+        return real_report(*args)
+
+    monkeypatch.setattr(review, "_parity", parity)
+    monkeypatch.setattr(review, "_report", report)
+    resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
+    keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
+    with dg.instance_for_test() as instance:
+        materialize_partitions(instance, resources, keys)
+        res = dg.materialize(
+            [raw_trials, validated_trials, dataset_review],
+            selection="key:coverage or key:sandbox_parity or key:review_report",
+            instance=instance,
+            resources=resources,
+        )
+        assert res.success
+    assert "coverage.parquet" in seen[0] and "sandbox_parity.parquet" not in seen[0]
+    assert {"coverage.parquet", "sandbox_parity.parquet"} <= set(seen[1])

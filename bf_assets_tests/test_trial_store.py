@@ -161,3 +161,72 @@ def test_a_pickled_review_is_the_same_review_in_chunks_of_trials(
     assert all(back.decision[d.key] == d for d in ds.decision.decisions)  # the index too
     assert back.release_verdict == ds.release_verdict and back.coverage == ds.coverage
     assert report_markdown(back, ["r"]) == report_markdown(ds, ["r"])
+
+
+def _pickles(path: Path) -> list:
+    """Every pickle in the file, one after the other."""
+    out = []
+    with path.open("rb") as fh:
+        while True:
+            try:
+                out.append(pickle.load(fh))
+            except EOFError:
+                return out
+
+
+def test_the_warehouse_pickle_is_a_head_then_chunks_and_reads_back_whole(
+    monkeypatch, reviews: list, tmp_path: Path
+) -> None:
+    import bf_assets.dataset.common as common
+
+    ds = _stored(reviews, tmp_path, "")
+    assert ds.parity.rows, "the corpus should have Docker/Daytona pairs"
+    monkeypatch.setattr(common, "PICKLE_CHUNK", 7)
+    manager = PickleUPathIOManager(base_path=UPath(tmp_path / "wh"))
+    path = UPath(tmp_path / "wh" / "review_report.pickle")
+    path.parent.mkdir(parents=True)
+    manager.dump_to_path(None, ds, path)  # type: ignore[arg-type]
+    n_trials, n_decisions = len(ds.trials), len(ds.decision.decisions)
+    parts = _pickles(Path(path))
+    head = parts[0]
+    assert isinstance(head, common.PartedHead)
+    want = (-(-n_trials // 7), -(-n_decisions // 7))
+    assert head.chunks == want and len(parts) == 1 + sum(want)  # each chunk its own pickle
+    assert all(len(p) <= 7 for p in parts[1:])
+    # the head holds neither the trials, nor the decisions, nor sandbox parity (made again)
+    assert head.head.trials == [] and head.head.decision.decisions == []
+    assert head.head._parity is None
+    # another process reads the whole review back
+    back = PickleUPathIOManager(base_path=UPath(tmp_path / "wh")).load_from_path(None, path)  # type: ignore[arg-type]
+    assert back.trials == ds.trials and back.decision.decisions == ds.decision.decisions
+    assert all(back.decision[d.key] == d for d in ds.decision.decisions)  # the index too
+    assert back.assessment.reasons.decision is back.decision  # linked, not a second copy
+    assert list(back.assessment.reasons) == list(ds.assessment.reasons)
+    assert back.release_verdict == ds.release_verdict and back.exports == ds.exports
+    assert back.parity.rows == ds.parity.rows and back.parity.pairs == ds.parity.pairs
+    assert report_markdown(back, ["r"]) == report_markdown(ds, ["r"])
+    assert [back.trial_json(i) for i in range(n_trials)] == [
+        ds.trial_json(i) for i in range(n_trials)
+    ]
+
+
+def test_a_plain_object_is_one_pickle_and_old_files_still_read(tmp_path: Path) -> None:
+    from bf_assets.dataset.common import dump_parted, load_parted
+
+    path = tmp_path / "x.pickle"
+    with path.open("wb") as fh:
+        dump_parted({"a": [1, 2]}, fh)
+    assert _pickles(path) == [{"a": [1, 2]}]
+    with path.open("rb") as fh:
+        assert load_parted(fh) == {"a": [1, 2]}
+    # an empty part is no chunk at all
+    from bf_assets.dataset.assemble import assemble
+
+    empty = assemble([])
+    with path.open("wb") as fh:
+        dump_parted(empty, fh)
+    parts = _pickles(path)
+    assert len(parts) == 1 and parts[0].chunks == (0, 0)
+    with path.open("rb") as fh:
+        back = load_parted(fh)
+    assert back.trials == [] and back.release_verdict == empty.release_verdict

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shlex
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -27,7 +27,7 @@ from bf_assets.dataset.quarantine import (
     effective_verdicts,
     load_quarantine,
 )
-from bf_assets.dataset.release import ReleaseAssessment, ReleaseReason, assess_release
+from bf_assets.dataset.release import Reasons, ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import report_parts
 from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
@@ -52,9 +52,11 @@ class DatasetReview:
     store: TrialStore | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        """Every field; the trials as :func:`pickled_chunks` (one pickler over every trial
-        would keep some 1.6 KB a trial until the whole review is written)."""
+        """Every field but sandbox parity (made again from the trials when asked for); the
+        trials as :func:`pickled_chunks` (one pickler over every trial would keep some 1.6 KB
+        a trial until the whole review is written)."""
         state = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "trials"}
+        state["_parity"] = None  # made from the trials again when asked for
         state["trial_chunks"] = pickled_chunks(self.trials)
         return state
 
@@ -63,6 +65,24 @@ class DatasetReview:
         for name, value in state.items():
             setattr(self, name, value)
         self.trials = unpickled(chunks)
+
+    def pickle_parts(
+        self,
+    ) -> tuple[DatasetReview, list[Sequence[Any]], Callable[[Any, list[list[Any]]], Any]]:
+        """For :func:`~bf_assets.dataset.common.dump_parted`: this review without its
+        trials and decisions, the two of them, and how to put them back."""
+        assessment, rebuild = self.assessment, _rebuild
+        reasons = assessment.reasons
+        if isinstance(reasons, Reasons) and reasons.decision is self.decision:
+            # the reasons read the decision: linked again on load, not pickled twice
+            assessment = replace(assessment, reasons=Reasons(reasons.head, None, reasons.tail))
+            rebuild = _rebuild_linked
+        # sandbox parity is made from the trials again when asked for: pickled, its 50,000
+        # rows at 100,000 trials took some 35 MB of pickler memo and 19 MB of file
+        head = replace(
+            self, trials=[], decision=ExportDecision(), assessment=assessment, _parity=None
+        )
+        return head, [self.trials, self.decision.decisions], rebuild
 
     def trial_json(self, index: int) -> bytes:
         """Trial ``index``'s whole review as JSON (``TrialReview.to_json``), after the
@@ -123,6 +143,23 @@ class DatasetReview:
 
 
 REASON_EXAMPLES = 3
+
+
+def _rebuild(head: DatasetReview, parts: list[list[Any]]) -> DatasetReview:
+    """The review :meth:`DatasetReview.pickle_parts` took apart."""
+    trials, decisions = parts
+    head.trials = trials
+    head.decision = ExportDecision(decisions)
+    return head
+
+
+def _rebuild_linked(head: DatasetReview, parts: list[list[Any]]) -> DatasetReview:
+    """As :func:`_rebuild`, and the release reasons read the decision again."""
+    ds = _rebuild(head, parts)
+    r = ds.assessment.reasons
+    assert isinstance(r, Reasons)
+    ds.assessment = replace(ds.assessment, reasons=Reasons(r.head, ds.decision, r.tail))
+    return ds
 
 
 def reason_lines(reasons: Sequence[ReleaseReason]) -> list[str]:

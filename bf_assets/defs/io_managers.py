@@ -24,7 +24,6 @@ Within one run a local file is parsed once: later loads of the unchanged file re
 from __future__ import annotations
 
 import os
-import pickle
 import shutil
 import tempfile
 import uuid
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from bf_assets.dataset.common import dump_parted, load_parted
 from bf_assets.dataset.memory import trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 from bf_assets.defs.metadata import add_partition_metadata
@@ -355,7 +355,7 @@ class PickleUPathIOManager(dg.UPathIOManager):
         tmp = _temp_beside(path)
         try:
             with tmp.open("wb") as fh:
-                pickle.dump(obj, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                dump_parted(obj, fh)
             tmp.rename(path)
         finally:
             if tmp.exists():
@@ -374,7 +374,7 @@ class PickleUPathIOManager(dg.UPathIOManager):
         if sig is not None and hit is not None and hit[0] == sig:
             return hit[1]
         with path.open("rb") as fh:
-            obj = pickle.load(fh)  # noqa: S301 (our own warehouse file, written by dump_to_path)
+            obj = load_parted(fh)  # our own warehouse file, written by dump_to_path
         store = _store_of(obj)
         if store is not None:
             _attach_store(store, path)

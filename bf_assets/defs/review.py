@@ -11,8 +11,9 @@ same core the CLI uses, so the UI and ``bf-assets review`` agree; the UI's copy 
 report is written by the same code that writes the one inside a release.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -22,7 +23,14 @@ from bf_assets.dataset.memory import trim
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.reportfiles import report_files
 from bf_assets.dataset.store import StoreWriter
-from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
+from bf_assets.defs.conventions import (
+    COVERAGE_COLUMNS,
+    PARITY_COLUMNS,
+    TABLE_COLUMNS,
+    code_version,
+    column_schema,
+    owners,
+)
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, local_warehouse
@@ -69,12 +77,20 @@ def not_ingested(expected: list[str], loaded: set[str], roots: list[str]) -> lis
     return sorted(out)
 
 
-def _flat(rows: pd.DataFrame) -> pd.DataFrame:
-    """Nested values as text, so the Parquet schema stays flat and stable."""
-    for col in rows.columns:
-        if rows[col].map(lambda v: isinstance(v, list | dict | tuple)).any():
-            rows[col] = rows[col].map(str)
-    return rows
+def flat_frame(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.DataFrame:
+    """``rows`` (dicts with the keys ``columns``) as a frame built column by column, with
+    nested values as text (a column holding any list, dict or tuple is all text), so the
+    Parquet schema stays flat and stable.  Only one column of values is made at a time: a
+    frame of dicts would hold every row's dict (some 600 bytes a row) while it is built."""
+    table: dict[str, list[Any]] = {c: [] for c in columns}
+    appenders = [(c, table[c].append) for c in columns]
+    for row in rows:
+        for c, add in appenders:
+            add(row[c])
+    for c, values in table.items():
+        if any(isinstance(v, list | dict | tuple) for v in values):
+            table[c] = [str(v) for v in values]
+    return pd.DataFrame(table, columns=list(columns))
 
 
 def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
@@ -134,8 +150,11 @@ def dataset_review(
     context: dg.AssetExecutionContext,
     run_roots: RunRoots,
     validated_trials: PartitionTables,
-) -> tuple[dg.Output[pd.DataFrame], dg.Output[pd.DataFrame], dg.Output[DatasetReview]]:
-    """Assemble the dataset review once over every job partition and return its three views."""
+) -> Iterator[dg.Output[Any]]:
+    """Assemble the dataset review once over every job partition and give its three views,
+    one at a time: each is written by its IO manager before the next is made, so the
+    ``coverage`` and ``sandbox_parity`` frames are let go before the dataset review is
+    pickled (at 100,000 trials they would be some 50 MB more at that step's peak)."""
     loaded = set(validated_trials)
     ds = _dataset(validated_trials, run_roots)  # lets go of each table once read
     expected = context.asset_partition_keys_for_input("validated_trials")
@@ -145,11 +164,13 @@ def dataset_review(
             "job directories under the run roots without validated_trials: "
             + ", ".join(ds.not_ingested[:20])
         )
-    return _coverage(ds), _parity(ds), _report(ds, run_roots, local_warehouse(run_roots.roots))
+    yield _coverage(ds)
+    yield _parity(ds)
+    yield _report(ds, run_roots, local_warehouse(run_roots.roots))
 
 
 def _coverage(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
-    rows = _flat(pd.DataFrame([r.to_dict() for r in ds.coverage.rows]))
+    rows = flat_frame((r.to_dict() for r in ds.coverage.rows), COVERAGE_COLUMNS)
     svg = coverage_svg(ds.coverage)
     return dg.Output(
         rows,
@@ -163,11 +184,7 @@ def _coverage(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
 
 
 def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
-    rows = _flat(
-        pd.DataFrame([r.to_dict() for r in ds.parity.rows])
-        if ds.parity.rows
-        else pd.DataFrame(columns=["pair", "kind", "item", "docker", "daytona", "label", "blocker"])
-    )
+    rows = flat_frame((r.to_dict() for r in ds.parity.rows), PARITY_COLUMNS)
     blockers = int(rows["blocker"].sum()) if "blocker" in rows and len(rows) else 0
     return dg.Output(
         rows,
