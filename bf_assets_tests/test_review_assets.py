@@ -2,6 +2,8 @@
 job partition, built from validated_trials with the same core the CLI uses."""
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import dagster as dg
@@ -27,11 +29,11 @@ def runs(tmp_path: Path) -> Path:
     return root
 
 
-def test_review_assets_match_the_cli(
-    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
-    resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
+@contextmanager
+def _reviewed(runs: Path, warehouse: Path) -> Iterator[dg.ExecuteInProcessResult]:
+    """Ingest every job of ``runs``, then materialize the three dataset-review assets (the
+    result, while its instance is open)."""
+    resources = local_resources(runs, warehouse, tasks_dir=str(SAMPLE_TASKS))
     keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
     assert len(keys) == 2
     with dg.instance_for_test() as instance:
@@ -43,6 +45,14 @@ def test_review_assets_match_the_cli(
             resources=resources,
         )
         assert res.success
+        yield res
+
+
+def test_review_assets_match_the_cli(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
+    with _reviewed(runs, tmp_path / "wh") as res:
         report = res.asset_value("review_report")
         cov = res.asset_value("coverage")
         meta = {
@@ -113,16 +123,7 @@ def test_each_view_is_written_before_the_next_is_made(
 
     monkeypatch.setattr(review, "_parity", parity)
     monkeypatch.setattr(review, "_report", report)
-    resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
-    keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
-    with dg.instance_for_test() as instance:
-        materialize_partitions(instance, resources, keys)
-        res = dg.materialize(
-            [raw_trials, validated_trials, dataset_review],
-            selection="key:coverage or key:sandbox_parity or key:review_report",
-            instance=instance,
-            resources=resources,
-        )
-        assert res.success
+    with _reviewed(runs, tmp_path / "wh"):
+        pass
     assert "coverage.parquet" in seen[0] and "sandbox_parity.parquet" not in seen[0]
     assert {"coverage.parquet", "sandbox_parity.parquet"} <= set(seen[1])
