@@ -161,19 +161,20 @@ class SlimReview:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its parts and its own values (the parts are shared within a pickle)."""
+        return (_slim_from, self._args(self.state))
+
+    def _args(self, state: StatePart) -> tuple[Any, ...]:
+        """The arguments of :func:`_slim_from` that make this trial with ``state``."""
         return (
-            _slim_from,
-            (
-                self.job_part,
-                self.cell,
-                self.state,
-                self.rollout,
-                self.identity_rollout,
-                self.started_at,
-                self.trial_index,
-                self.reward,
-                self.odd,
-            ),
+            self.job_part,
+            self.cell,
+            state,
+            self.rollout,
+            self.identity_rollout,
+            self.started_at,
+            self.trial_index,
+            self.reward,
+            self.odd,
         )
 
     def restated(
@@ -193,17 +194,7 @@ class SlimReview:
             )
             if shared is not None:
                 shared[key] = state
-        return _slim_from(
-            self.job_part,
-            self.cell,
-            state,
-            self.rollout,
-            self.identity_rollout,
-            self.started_at,
-            self.trial_index,
-            self.reward,
-            self.odd,
-        )
+        return _slim_from(*self._args(state))
 
     def review(self) -> TrialReview:
         """The ``TrialReview`` this stands for (a new object each call)."""
