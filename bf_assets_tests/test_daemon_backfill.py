@@ -23,6 +23,7 @@ from dagster._core.test_utils import create_test_daemon_workspace_context
 from dagster._core.workspace.load_target import EmptyWorkspaceTarget
 from dagster._daemon.controller import create_daemons_from_instance
 from dagster._daemon.daemon import BackfillDaemon, SpanMarker
+from prockit import alive
 
 from bf_assets.cli import ui
 from bf_assets.cli.main import main
@@ -174,14 +175,6 @@ def test_the_ui_needs_an_instance_folder(
     assert "DAGSTER_HOME" in capsys.readouterr().err
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _sleeper(pidfile: Path) -> list[str]:
     code = f"import os,time; open({str(pidfile)!r},'w').write(str(os.getpid())); time.sleep(600)"
     return [sys.executable, "-c", code]
@@ -204,7 +197,7 @@ def test_when_one_process_ends_the_other_is_stopped(tmp_path: Path) -> None:
     }  # fmt: skip
     code = ui.supervise(commands, dict(os.environ))
     assert code == 3
-    assert not _alive(_wait_for(pidfile))
+    assert not alive(_wait_for(pidfile))
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
@@ -230,7 +223,7 @@ def test_stopping_the_ui_stops_both_processes(how: str, tmp_path: Path) -> None:
         proc.kill()
         proc.wait(timeout=60)
     for _ in range(400):
-        if not any(_alive(p) for p in pids):
+        if not any(alive(p) for p in pids):
             break
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids)
+    assert not any(alive(p) for p in pids)

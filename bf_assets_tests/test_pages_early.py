@@ -4,13 +4,13 @@ step, and never a render of another review or a failed one."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from prockit import alive
 
 from bf_assets.batch.run import review_refs
 from bf_assets.cli.main import main
@@ -86,14 +86,6 @@ def test_a_failed_background_render_is_not_used(
     assert "background trial pages failed (OSError: disk full)" in caplog.text
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_a_release_killed_outright_takes_its_background_render_along(tmp_path: Path) -> None:
     """SIGKILL of the release leaves nothing of it to stop the render: the kernel ends the
     render (and with it its page workers' group) when its parent dies."""
@@ -119,14 +111,14 @@ def test_a_release_killed_outright_takes_its_background_render_along(tmp_path: P
             break
         time.sleep(0.05)
     render = int(pidfile.read_text())
-    assert _alive(render)
+    assert alive(render)
     proc.kill()
     proc.wait(timeout=60)
     for _ in range(400):
-        if not _alive(render):
+        if not alive(render):
             break
         time.sleep(0.05)
-    assert not _alive(render)
+    assert not alive(render)
 
 
 def test_a_release_collects_its_pages_from_the_background(
