@@ -158,3 +158,65 @@ def test_the_index_is_written_a_row_at_a_time(corpus: Path, tmp_path: Path) -> N
     assert (tmp_path / "pages" / "index.html").read_text(encoding="utf-8") == render_index(
         ds, {k: page_name(k) for k in res.pages}
     )
+
+
+def _persisted(corpus: Path, tmp_path: Path) -> tuple[DatasetReview, Path]:
+    """A dataset review with its store, written as the warehouse IO manager writes it."""
+    from upath import UPath
+
+    from bf_assets.dataset.store import StoreWriter
+    from bf_assets.defs.io_managers import PickleUPathIOManager
+
+    refs = discover_trials([corpus / "jobs"])
+    writer = StoreWriter(tmp_path / "store")
+    reviews = review_refs(refs, ReviewOptions(tasks_dir=str(corpus / "tasks")))
+    ds = assemble(writer.add_all(reviews))
+    ds.store = writer.store
+    path = tmp_path / "wh" / "review_report.pickle"
+    path.parent.mkdir(parents=True)
+    PickleUPathIOManager(base_path=UPath(path.parent)).dump_to_path(None, ds, UPath(path))  # type: ignore[arg-type]
+    return ds, path
+
+
+def test_a_review_on_disk_is_rendered_by_a_new_process_reading_the_file(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """Not a fork of the release: the render reads the persisted review (and its store) in an
+    interpreter of its own, and writes the bytes the step would."""
+    ds, path = _persisted(corpus, tmp_path)
+    report = tmp_path / "review.md"
+    report.write_text("# report\n")
+    with early.pages_alongside(tmp_path / "a", report):
+        assert early.offer(ds, path)
+        render = early._RUNNING[0].proc
+        assert isinstance(render, early._Spawned)  # not a multiprocessing fork
+        got = early.collect(ds, tmp_path / "a", report)
+    assert got is not None and len(got.pages) == len(ds.trials) == 40
+    want = write_pages(ds, tmp_path / "b", report=report)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert (got.bytes, got.largest) == (want.bytes, want.largest)
+
+
+def test_a_render_of_a_file_that_is_not_a_review_fails_and_is_not_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ds = assemble([])
+    bad = tmp_path / "review_report.pickle"
+    bad.write_bytes(b"not a pickle")
+    with early.pages_alongside(tmp_path / "a", tmp_path / "review.md"):
+        assert early.offer(ds, bad)
+        with caplog.at_level("WARNING", logger="bf_assets.pages"):
+            assert early.collect(ds, tmp_path / "a", tmp_path / "review.md") is None
+    assert "background trial pages failed (UnpicklingError" in caplog.text
+
+
+def test_an_uncollected_render_process_is_stopped_with_its_group(
+    corpus: Path, tmp_path: Path
+) -> None:
+    ds, path = _persisted(corpus, tmp_path)
+    with early.pages_alongside(tmp_path / "a", tmp_path / "review.md"):
+        assert early.offer(ds, path)
+        pid = early._RUNNING[0].proc.pid
+        assert alive(pid)
+    # the block stopped it (and waited for it): nothing of it is left
+    assert not early._RUNNING and not alive(pid)

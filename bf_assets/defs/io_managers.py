@@ -366,7 +366,7 @@ class PickleUPathIOManager(dg.UPathIOManager):
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}
-            early_pages.offer(obj)  # a one-process release: its pages start now
+            early_pages.offer(obj, _local(path))  # a one-process release: its pages start now
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)

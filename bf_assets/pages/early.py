@@ -10,6 +10,12 @@ that result (:func:`collect`) instead of rendering the pages again.  Outside it 
 schedule: every step its own process) nothing starts in the background and ``trial_pages``
 renders the pages itself.  A background render that failed, or was for another review or
 folder, is never used: the step renders itself and reports what it did.
+
+A review persisted to a local file is rendered by a new interpreter that reads that file
+(``python -m bf_assets.pages.early``), not by a fork of the release: a fork starts with the
+whole release process resident (Dagster, the dataset review, what ingest left), so at
+100,000 trials the render, not the release, was the largest process.  A review only in
+memory is rendered by a fork.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ import logging
 import multiprocessing
 import os
 import signal
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -27,6 +35,7 @@ from typing import Any
 
 from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.dataset.assemble import DatasetReview
+from bf_assets.dataset.common import load_parted
 from bf_assets.pages.site import PagesResult, write_pages
 
 log = logging.getLogger("bf_assets.pages")
@@ -65,33 +74,97 @@ def pages_alongside(
         _stop()
 
 
-def offer(ds: Any) -> bool:
+def offer(ds: Any, source: str | os.PathLike[str] | None = None) -> bool:
     """Start the pages of ``ds`` in the background when a release allows it and none is
-    running; True when started."""
+    running; True when started.  ``source``, the local file ``ds`` was just written to
+    (:func:`~bf_assets.dataset.common.dump_parted`, its store beside it), is read by a new
+    process; without it a fork renders ``ds``."""
     if not _TARGET or _RUNNING or not isinstance(ds, DatasetReview):
         return False
     target = _TARGET[0]
+    if source is not None:
+        proc, conn = _spawn(Path(source), target)
+        _RUNNING.append(_Render(id(ds), target, proc, conn))
+        return True
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_render, args=(ds, target, child, os.getpid()), daemon=False)
+    proc = ctx.Process(target=_forked, args=(ds, target, child, os.getpid()), daemon=False)
     proc.start()
     child.close()
     _RUNNING.append(_Render(id(ds), target, proc, parent))
     return True
 
 
-def _render(ds: DatasetReview, target: _Target, conn: Connection, parent: int) -> None:
+class _Spawned:
+    """A rendering interpreter, with the few ``multiprocessing.Process`` methods used here."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+
+    def is_alive(self) -> bool:
+        return self._popen.poll() is None
+
+    def terminate(self) -> None:
+        self._popen.terminate()
+
+    def join(self) -> None:
+        self._popen.wait()
+
+
+def _spawn(source: Path, target: _Target) -> tuple[_Spawned, Connection]:
+    read_fd, write_fd = os.pipe()
+    cmd = [sys.executable, "-m", __name__, str(write_fd), str(os.getpid())]
+    cmd += [str(source), str(target.out), str(target.report)]
+    try:
+        # its own process group: its page workers go with it when it is stopped
+        popen = subprocess.Popen(cmd, pass_fds=(write_fd,), process_group=0)
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    return _Spawned(popen), Connection(read_fd, writable=False)
+
+
+def _forked(ds: DatasetReview, target: _Target, conn: Connection, parent: int) -> None:
     os.setpgid(0, 0)  # its page workers go with it when it is stopped
+    _render(lambda: ds, target, conn, parent)
+
+
+def _render(review: Any, target: _Target, conn: Connection, parent: int) -> None:
+    """In the render's process: the pages of ``review()`` into the target, the result (or
+    why there is none) sent to the release."""
     # a release killed outright (no _stop runs) takes the render and its workers with it
     signal.signal(signal.SIGTERM, _end_group)
     end_with_parent(parent)
     try:
+        ds = review()
         report = target.report if target.report.is_file() else None
         res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report))
     except BaseException as exc:  # noqa: BLE001 (told to the collector, who renders itself)
         res = ("error", f"{type(exc).__name__}: {exc}")
     conn.send(res)
     conn.close()
+
+
+def read_review(source: Path) -> DatasetReview:
+    """The dataset review persisted at ``source``, its store (beside it) attached."""
+    with source.open("rb") as fh:
+        ds = load_parted(fh)
+    if not isinstance(ds, DatasetReview):
+        raise TypeError(f"{source} does not hold a dataset review")
+    if ds.store is not None:
+        ds.store.attach(source)
+    return ds
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m bf_assets.pages.early FD PARENT REVIEW OUT REPORT``: the background render
+    of a review on disk (started by :func:`offer`; the result goes to the pipe ``FD``)."""
+    fd, parent, source, out, report = argv
+    conn = Connection(int(fd), readable=False)
+    _render(lambda: read_review(Path(source)), _Target(Path(out), Path(report)), conn, int(parent))
 
 
 def _end_group(signo: int, _frame: object) -> None:
@@ -138,3 +211,7 @@ def _stop() -> None:
             except OSError:
                 run.proc.terminate()
         run.proc.join()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
