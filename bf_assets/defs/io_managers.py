@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from bf_assets.dataset.common import dump_parted, load_parted
-from bf_assets.dataset.memory import trim
+from bf_assets.dataset.memory import release_arrow_memory, trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.pages import early as early_pages
@@ -233,6 +233,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         finally:
             if tmp.exists():
                 tmp.unlink()
+            release_arrow_memory()  # the table's buffers: only Arrow could use them again
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         hit = self._parsed.get(str(path))
