@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -77,6 +78,23 @@ class _RecordingEvent(threading.Event):
         return self.is_set()
 
 
+def _looped(
+    instance: dg.DagsterInstance,
+    daemon: bf_daemon.BackfillEvery,
+    event: threading.Event,
+    look: Callable[..., Iterator[None]],
+) -> list[object]:
+    """What the daemon's loop yields until ``event`` is set, with ``look`` in place of
+    Dagster's backfill iteration."""
+    with (
+        daemon,
+        create_test_daemon_workspace_context(EmptyWorkspaceTarget(), instance) as context,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        mp.setattr(bf_daemon, "execute_backfill_iteration", look)
+        return list(daemon.core_loop(context, event))
+
+
 def test_the_backfill_loop_looks_at_the_backfills_every_interval(
     instance: dg.DagsterInstance,
 ) -> None:
@@ -90,13 +108,7 @@ def test_the_backfill_loop_looks_at_the_backfills_every_interval(
         looks.append(len(event.waits))
         yield None
 
-    with (
-        daemon,
-        create_test_daemon_workspace_context(EmptyWorkspaceTarget(), instance) as context,
-        pytest.MonkeyPatch.context() as mp,
-    ):
-        mp.setattr(bf_daemon, "execute_backfill_iteration", count)
-        spans = list(daemon.core_loop(context, event))
+    spans = _looped(instance, daemon, event, count)
     assert looks == [0, 1, 2]  # one look before each sleep
     assert len(event.waits) == 3 and all(0 <= w <= 0.75 for w in event.waits)
     assert spans.count(SpanMarker.START_SPAN) == spans.count(SpanMarker.END_SPAN) == 3
@@ -112,13 +124,7 @@ def test_an_error_in_a_look_is_reported_and_the_loop_goes_on(
         raise RuntimeError("storage went away")
         yield None  # pragma: no cover
 
-    with (
-        daemon,
-        create_test_daemon_workspace_context(EmptyWorkspaceTarget(), instance) as context,
-        pytest.MonkeyPatch.context() as mp,
-    ):
-        mp.setattr(bf_daemon, "execute_backfill_iteration", boom)
-        out = list(daemon.core_loop(context, event))
+    out = _looped(instance, daemon, event, boom)
     errors = [x for x in out if x is not None and not isinstance(x, SpanMarker)]
     assert len(errors) == 2 and "storage went away" in str(errors[0])
 

@@ -18,7 +18,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.defs import pages as pages_asset
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.pages import early
-from bf_assets.pages.site import write_pages
+from bf_assets.pages.site import PagesResult, write_pages
 from bf_assets.review.options import ReviewOptions
 from bf_assets.sample.generator import generate_corpus
 
@@ -39,6 +39,17 @@ def _files(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
+def _assert_the_steps_pages(
+    got: PagesResult | None, ds: DatasetReview, tmp_path: Path, report: Path
+) -> None:
+    """``got``, the background pages in ``tmp_path/a``, are the 40 pages the step would
+    write (rendered here into ``tmp_path/b``), byte for byte."""
+    assert got is not None and len(got.pages) == len(ds.trials) == 40
+    want = write_pages(ds, tmp_path / "b", report=report)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert (got.bytes, got.largest) == (want.bytes, want.largest)
+
+
 def test_background_pages_are_the_pages_the_step_would_write(corpus: Path, tmp_path: Path) -> None:
     ds = _dataset(corpus)
     report = tmp_path / "review.md"
@@ -48,10 +59,7 @@ def test_background_pages_are_the_pages_the_step_would_write(corpus: Path, tmp_p
         assert early.offer(ds)
         assert not early.offer(ds)  # one at a time
         got = early.collect(ds, tmp_path / "a", report)
-    assert got is not None and len(got.pages) == len(ds.trials) == 40
-    want = write_pages(ds, tmp_path / "b", report=report)
-    assert _files(tmp_path / "a") == _files(tmp_path / "b")
-    assert (got.bytes, got.largest) == (want.bytes, want.largest)
+    _assert_the_steps_pages(got, ds, tmp_path, report)
 
 
 def test_a_render_of_another_review_or_folder_is_stopped_not_used(
@@ -191,10 +199,7 @@ def test_a_review_on_disk_is_rendered_by_a_new_process_reading_the_file(
         render = early._RUNNING[0].proc
         assert isinstance(render, early._Spawned)  # not a multiprocessing fork
         got = early.collect(ds, tmp_path / "a", report)
-    assert got is not None and len(got.pages) == len(ds.trials) == 40
-    want = write_pages(ds, tmp_path / "b", report=report)
-    assert _files(tmp_path / "a") == _files(tmp_path / "b")
-    assert (got.bytes, got.largest) == (want.bytes, want.largest)
+    _assert_the_steps_pages(got, ds, tmp_path, report)
 
 
 def test_a_render_of_a_file_that_is_not_a_review_fails_and_is_not_used(
