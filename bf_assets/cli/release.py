@@ -10,6 +10,11 @@ partition), then runs ``release_job`` on the same instance: the dataset review
 and the Hub when ``--hub-repo`` is given).  The review report ships inside the release
 (``<out>/report/``); a blocked release leaves it in the staged bundle.
 
+``release_job`` runs in a process forked once Dagster and the definitions are imported,
+before the first ingest run (:class:`~bf_assets.batch.forklater.ForkedCall`): it starts from
+that heap, not from the one the ingest runs leave behind (their freed memory stays resident
+in this process), and hands its outcome back.
+
 Outcome: ``published`` (exit 0), ``blocked`` by the publish gate (exit 3), ``error`` (exit 2:
 an ingest or publish step failed).
 """
@@ -29,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.ingest.discovery import discover_trials
@@ -311,8 +317,6 @@ def _release(
 ) -> ReleaseResult:
     os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
-    import dagster as dg
-
     from bf_assets.defs.storage import tune_instance_storage
 
     tune_instance_storage()
@@ -322,7 +326,6 @@ def _release(
     os.environ.setdefault(PLANNED_SUBSET_ENV, "1")
 
     from bf_assets.definitions import build_defs
-    from bf_assets.defs.partitions import job_partitions
     from bf_assets.defs.publish import PublishTarget
     from bf_assets.defs.resources import RunRoots, default_out_dir
 
@@ -337,6 +340,25 @@ def _release(
         ),
         publish_target=PublishTarget(**target_cfg),
     )
+    # The release job runs in a process forked here, before the first ingest run: it starts
+    # from the imports, not from what the ingest runs leave in this process's heap.
+    with ForkedCall(lambda: _release_job(defs, roots, pin)) as release_job:
+        return _ingest_then_release(defs, release_job, roots, pin, sizes, options, out)
+
+
+def _ingest_then_release(
+    defs: Any,
+    release_job: ForkedCall[dict[str, Any]],
+    roots: list[str],
+    pin: Pin,
+    sizes: Mapping[str, int],
+    options: ReviewOptions,
+    out: Path,
+) -> ReleaseResult:
+    import dagster as dg
+
+    from bf_assets.defs.partitions import job_partitions
+
     instance = dg.DagsterInstance.get()
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
     keys = sorted(sizes)
@@ -356,17 +378,11 @@ def _release(
             f"ingest failed for job(s) {', '.join(failed)}: {reasons or 'see the run log'}"
         )
         return result
-    from bf_assets.defs.pages import PAGES_SUBDIR
-    from bf_assets.defs.resources import local_warehouse
-    from bf_assets.pages.early import pages_alongside
-
-    pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
-    # the trial pages are made in the background while curation and the checks run
-    with pages_alongside(pages, pages.parent / "review.md"):
-        res = defs.resolve_job_def("release_job").execute_in_process(
-            instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
-        )
-    outcome = _release_outcome(res)
+    try:
+        outcome = release_job.call()
+    except ForkedCallError as exc:
+        result.message = f"release_job: {exc}"[:800]
+        return result
     if outcome["status"] != PUBLISHED:  # nothing was published: the report is where it was made
         where = outcome.get("bundle") or None
         if where:
@@ -386,6 +402,30 @@ def _release(
     result.hub_commit = outcome.get("hub_commit")
     result.message = outcome["message"]
     return result
+
+
+def _release_job(defs: Any, roots: Sequence[str], pin: Pin) -> dict[str, Any]:
+    """``release_job`` over the ingested tables (in the process forked for it): its outcome
+    (:func:`_release_outcome`)."""
+    import dagster as dg
+
+    from bf_assets.defs.pages import PAGES_SUBDIR
+    from bf_assets.defs.resources import local_warehouse
+    from bf_assets.defs.storage import release_keepers
+    from bf_assets.pages.early import pages_alongside
+
+    pin.unpin()  # this process's copy of the walk: the tables hold the trials
+    instance = dg.DagsterInstance.get()
+    pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
+    try:
+        # the trial pages are made in the background while curation and the checks run
+        with pages_alongside(pages, pages.parent / "review.md"):
+            res = defs.resolve_job_def("release_job").execute_in_process(
+                instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
+            )
+        return _release_outcome(res)
+    finally:
+        release_keepers()  # this process's idle connections (it leaves without exit handlers)
 
 
 def summary_line(r: ReleaseResult) -> str:

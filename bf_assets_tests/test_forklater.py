@@ -1,0 +1,186 @@
+"""A call made later in a process forked now (``bf_assets.batch.forklater``), and the release
+job of ``bf-assets release`` run that way: it starts from the heap of before the ingest runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from bf_assets.batch.forklater import ForkedCall, ForkedCallError, can_fork
+from bf_assets.cli.main import main
+from bf_assets.sample.generator import generate_corpus
+from bf_assets_tests.prockit import alive
+
+linux_only = pytest.mark.skipif(not can_fork(), reason="the call is forked on Linux only")
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _hwm_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@linux_only
+def test_the_call_runs_in_the_forked_process_and_sees_the_state_of_the_fork() -> None:
+    seen = ["before"]
+    with ForkedCall(lambda: (os.getpid(), list(seen))) as later:
+        seen.append("after")  # made after the fork: never reaches the child
+        pid, got = later.call()
+    assert pid == later.pid and pid != os.getpid()
+    assert got == ["before"]
+    assert _gone(pid)
+
+
+@linux_only
+def test_what_the_parent_allocates_after_the_fork_is_not_in_the_child() -> None:
+    big: list[bytearray] = []
+    with ForkedCall(_hwm_mb) as later:
+        big.append(bytearray(300 * 1024 * 1024))  # touched: resident in this process only
+        big[0][::4096] = b"x" * len(range(0, len(big[0]), 4096))
+        child_peak = later.call()
+    assert child_peak < _hwm_mb() - 250
+
+
+@linux_only
+def test_an_error_in_the_call_is_raised_with_its_traceback() -> None:
+    def boom() -> None:
+        raise ValueError("no tables for job-7")
+
+    with pytest.raises(ForkedCallError, match=r"ValueError: no tables for job-7") as err:
+        ForkedCall(boom).call()
+    assert "Traceback" in str(err.value) and "boom" in str(err.value)
+
+
+@linux_only
+def test_a_child_that_dies_without_a_result_is_an_error() -> None:
+    with pytest.raises(ForkedCallError, match=r"exit 3\) without a result"):
+        ForkedCall(lambda: os._exit(3)).call()
+    with pytest.raises(ForkedCallError, match="could not be sent"):
+        ForkedCall(lambda: threading.Lock()).call()  # not picklable
+
+
+@linux_only
+def test_a_call_not_made_ends_its_child_and_a_call_is_made_once() -> None:
+    ran = []
+    with ForkedCall(lambda: ran.append(1)) as later:
+        pid = later.pid
+        assert pid is not None and alive(pid)
+    assert _gone(pid) and later.pid == pid
+    with pytest.raises(RuntimeError, match="already"):
+        later.call()
+    once = ForkedCall(lambda: 5)
+    assert once.call() == 5
+    with pytest.raises(RuntimeError, match="already"):
+        once.call()
+
+
+def test_without_fork_the_call_is_made_here_when_asked() -> None:
+    seen = ["before"]
+    later = ForkedCall(lambda: (os.getpid(), list(seen)), fork=False)
+    assert later.pid is None
+    seen.append("after")
+    assert later.call() == (os.getpid(), ["before", "after"])
+    with pytest.raises(RuntimeError, match="already"):
+        later.call()
+
+
+@linux_only
+def test_an_interrupt_of_the_caller_reaches_the_call() -> None:
+    def wait_for_interrupt() -> str:
+        try:
+            time.sleep(30)
+        except KeyboardInterrupt:
+            return "interrupted"
+        return "not interrupted"
+
+    later = ForkedCall(wait_for_interrupt)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        assert later.call() == "interrupted"
+    finally:
+        timer.cancel()
+        later.cancel()
+
+
+DRIVER = textwrap.dedent(
+    """
+    import sys, time
+    from bf_assets.batch.forklater import ForkedCall
+    later = ForkedCall(lambda: time.sleep(60))
+    print(later.pid, flush=True)
+    later.call()
+    """
+)
+
+
+@linux_only
+def test_a_caller_killed_outright_takes_its_child_along(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        pid = int(proc.stdout.readline())
+        assert alive(pid)
+        proc.kill()
+        proc.wait(10)
+        assert _gone(pid)
+    finally:
+        proc.kill()
+
+
+@linux_only
+def test_the_release_job_runs_in_a_process_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, 12, seed=5)
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.setenv("BF_STAGING_DIR", str(tmp_path / "staging"))
+    out = tmp_path / "out"
+    code = main(
+        [
+            "release",
+            "--runs",
+            str(corpus / "jobs"),
+            "--tasks",
+            str(corpus / "tasks"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0 and (out / "report" / "review.md").is_file()
+    with dg.DagsterInstance.get() as inst:
+        pids = {}
+        for job in ("ingest_job", "release_job"):
+            (run,) = inst.get_run_records(dg.RunsFilter(job_name=job))
+            assert run.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+            events = inst.all_logs(run.dagster_run.run_id)
+            pids[job] = {
+                e.dagster_event.pid for e in events if e.dagster_event and e.dagster_event.pid
+            }
+    assert pids["ingest_job"] == {os.getpid()}
+    (child,) = pids["release_job"]
+    assert child != os.getpid() and not alive(child)
