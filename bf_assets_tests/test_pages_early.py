@@ -18,7 +18,7 @@ from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.defs import pages as pages_asset
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.pages import early
-from bf_assets.pages.site import PagesResult, write_pages
+from bf_assets.pages.site import PagesSummary, write_pages
 from bf_assets.review.options import ReviewOptions
 from bf_assets.sample.generator import generate_corpus
 
@@ -40,11 +40,11 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 def _assert_the_steps_pages(
-    got: PagesResult | None, ds: DatasetReview, tmp_path: Path, report: Path
+    got: PagesSummary | None, ds: DatasetReview, tmp_path: Path, report: Path
 ) -> None:
     """``got``, the background pages in ``tmp_path/a``, are the 40 pages the step would
     write (rendered here into ``tmp_path/b``), byte for byte."""
-    assert got is not None and len(got.pages) == len(ds.trials) == 40
+    assert isinstance(got, PagesSummary) and got.n_pages == len(ds.trials) == 40
     want = write_pages(ds, tmp_path / "b", report=report)
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
     assert (got.bytes, got.largest) == (want.bytes, want.largest)

@@ -210,8 +210,11 @@ class ExportDecision:
 
 def decide_exports(reviews: Iterable[TrialReview], coverage: Coverage) -> ExportDecision:
     """The export decision of every trial (``reviews`` carry their effective verdicts)."""
-    slot_of = {k: row for row in coverage.rows for k in row.superseded}
-    superseded = {k: superseded_reason(slot_of[k]) for k in coverage.superseded if k in slot_of}
+    # one text a slot, not one a superseded trial (nearly every trial of a large corpus)
+    text = {id(row): superseded_reason(row) for row in coverage.rows if row.superseded}
+    slot_of = {k: text[id(row)] for row in coverage.rows for k in row.superseded}
+    superseded = {k: slot_of[k] for k in coverage.superseded if k in slot_of}
+    del slot_of
     unplanned = set(coverage.unplanned)
     filled = coverage.filled
     out = []

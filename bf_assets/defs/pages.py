@@ -38,15 +38,15 @@ def trial_pages(
     report = out.parent / "review.md"
     res = collect(review_report, out, report)
     if res is None:
-        res = write_pages(review_report, out, report=report if report.is_file() else None)
+        res = write_pages(review_report, out, report=report if report.is_file() else None).summary()
     n_q = sum(1 for t in review_report.trials if t.verdict == "quarantined")
     n_r = sum(1 for t in review_report.trials if t.verdict == "rejected")
-    context.log.info(f"wrote {len(res.pages)} trial pages in {res.seconds:.1f} s: {res.index}")
+    context.log.info(f"wrote {res.n_pages} trial pages in {res.seconds:.1f} s: {res.index}")
     return dg.MaterializeResult(
         metadata={
             "index": dg.MetadataValue.path(str(res.index)),
             "index_url": dg.MetadataValue.url(res.index.resolve().as_uri()),
-            "pages": dg.MetadataValue.int(len(res.pages)),
+            "pages": dg.MetadataValue.int(res.n_pages),
             "quarantined": dg.MetadataValue.int(n_q),
             "rejected": dg.MetadataValue.int(n_r),
             "bytes": dg.MetadataValue.int(res.bytes),

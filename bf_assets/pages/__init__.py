@@ -9,6 +9,6 @@ renders in bounded memory into a page of bounded size), escape every value taken
 data, load nothing from the network, and are cleaned like the export unless asked for raw.
 """
 
-from bf_assets.pages.site import PagesResult, page_name, write_pages
+from bf_assets.pages.site import PagesResult, PagesSummary, page_name, write_pages
 
-__all__ = ["PagesResult", "page_name", "write_pages"]
+__all__ = ["PagesResult", "PagesSummary", "page_name", "write_pages"]

@@ -36,7 +36,7 @@ from typing import Any
 from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import load_parted
-from bf_assets.pages.site import PagesResult, write_pages
+from bf_assets.pages.site import PagesSummary, write_pages
 
 log = logging.getLogger("bf_assets.pages")
 
@@ -141,7 +141,7 @@ def _render(review: Any, target: _Target, conn: Connection, parent: int) -> None
     try:
         ds = review()
         report = target.report if target.report.is_file() else None
-        res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report))
+        res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report).summary())
     except BaseException as exc:  # noqa: BLE001 (told to the collector, who renders itself)
         res = ("error", f"{type(exc).__name__}: {exc}")
     conn.send(res)
@@ -175,8 +175,9 @@ def _end_group(signo: int, _frame: object) -> None:
 
 def collect(
     ds: Any, out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
-) -> PagesResult | None:
-    """The background pages of ``ds`` into ``out_dir``, once written; None when there are
+) -> PagesSummary | None:
+    """The background pages of ``ds`` into ``out_dir``, once written (what the render did,
+    not its page map); None when there are
     none (or they were for another review or folder, or failed): then render them.  Why a
     started render was not used is logged (``bf_assets.pages``)."""
     if not _RUNNING:

@@ -98,6 +98,34 @@ class PagesResult:
     removed: int = 0
     reused: int = 0  # pages whose inputs had not changed: not rendered again
 
+    def summary(self) -> PagesSummary:
+        return PagesSummary(
+            self.out_dir,
+            self.index,
+            len(self.pages),
+            self.bytes,
+            self.largest,
+            self.seconds,
+            self.removed,
+            self.reused,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PagesSummary:
+    """What a render did, without the page of each trial (what a render in another process
+    sends back: at 100,000 trials the page map was some 27 MB to unpickle at the release's
+    end, for a count)."""
+
+    out_dir: Path
+    index: Path
+    n_pages: int
+    bytes: int = 0
+    largest: int = 0
+    seconds: float = 0.0
+    removed: int = 0
+    reused: int = 0
+
 
 def _write(path: Path, text: str | Iterable[str]) -> int:
     """Write a page (a string, or its pieces, encoded one at a time) atomically (a temporary
