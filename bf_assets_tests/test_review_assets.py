@@ -108,6 +108,7 @@ def test_each_view_is_written_before_the_next_is_made(
 
     monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
     seen: list[list[str]] = []
+    forgotten: list[bool] = []
     real_parity, real_report = review._parity, review._report
 
     def written() -> list[str]:
@@ -119,6 +120,7 @@ def test_each_view_is_written_before_the_next_is_made(
 
     def report(*args):  # type: ignore[no-untyped-def]
         seen.append(written())
+        forgotten.append(args[0]._parity is None)  # its rows went with the written frame
         return real_report(*args)
 
     monkeypatch.setattr(review, "_parity", parity)
@@ -127,3 +129,4 @@ def test_each_view_is_written_before_the_next_is_made(
         pass
     assert "coverage.parquet" in seen[0] and "sandbox_parity.parquet" not in seen[0]
     assert {"coverage.parquet", "sandbox_parity.parquet"} <= set(seen[1])
+    assert forgotten == [True]
