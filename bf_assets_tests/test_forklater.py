@@ -184,3 +184,21 @@ def test_the_release_job_runs_in_a_process_of_its_own(
     assert pids["ingest_job"] == {os.getpid()}
     (child,) = pids["release_job"]
     assert child != os.getpid() and not alive(child)
+
+
+@linux_only
+def test_a_call_not_made_ends_its_child_while_later_forks_hold_the_pipe() -> None:
+    """Processes forked after the call (a review's workers) hold copies of its pipe, so the
+    child is told to leave, not left to see the pipe close: it ends on its own (exit 0),
+    not stopped."""
+    import multiprocessing
+
+    later = ForkedCall(lambda: "never")
+    sleeper = multiprocessing.get_context("fork").Process(target=time.sleep, args=(60,))
+    sleeper.start()
+    try:
+        later.cancel()
+        assert later._proc.exitcode == 0
+    finally:
+        sleeper.kill()
+        sleeper.join()

@@ -35,7 +35,7 @@ from bf_assets.batch.lifetime import end_with_parent
 
 T = TypeVar("T")
 
-GO = "go"
+GO, STOP = "go", "stop"
 STOP_WAIT_S = 10.0
 
 
@@ -119,7 +119,11 @@ class ForkedCall(Generic[T]):
         """End the child (told to, else stopped); idempotent."""
         self._fn = None
         if self._go is not None:
-            self._go.close()  # a waiting child reads the end of the pipe and leaves
+            # a waiting child reads the word and leaves (the pipe's end alone may not reach
+            # it: processes forked since hold copies of this end)
+            with contextlib.suppress(OSError):
+                self._go.send(STOP)
+            self._go.close()
             self._go = None
         if self._back is not None:
             self._back.close()
