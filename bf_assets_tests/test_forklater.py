@@ -16,9 +16,9 @@ import dagster as dg
 import pytest
 
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError, can_fork
-from bf_assets.cli.main import main
 from bf_assets.sample.generator import generate_corpus
 from bf_assets_tests.prockit import alive
+from bf_assets_tests.releasekit import isolated_release
 
 linux_only = pytest.mark.skipif(not can_fork(), reason="the call is forked on Linux only")
 
@@ -155,22 +155,8 @@ def test_the_release_job_runs_in_a_process_of_its_own(
 ) -> None:
     corpus = tmp_path / "corpus"
     generate_corpus(corpus, 12, seed=5)
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("BF_RUN_ROOTS", "")
-    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "warehouse"))
-    monkeypatch.setenv("BF_STAGING_DIR", str(tmp_path / "staging"))
     out = tmp_path / "out"
-    code = main(
-        [
-            "release",
-            "--runs",
-            str(corpus / "jobs"),
-            "--tasks",
-            str(corpus / "tasks"),
-            "--out",
-            str(out),
-        ]
-    )
+    code = isolated_release(monkeypatch, tmp_path, corpus / "jobs", corpus / "tasks", out)
     assert code == 0 and (out / "report" / "review.md").is_file()
     with dg.DagsterInstance.get() as inst:
         pids = {}

@@ -10,10 +10,10 @@ import dagster as dg
 import pytest
 
 from bf_assets.batch import inventory
-from bf_assets.cli.main import main
 from bf_assets.cli.release import partition_blocks
 from bf_assets.ingest import discovery
 from bf_assets.sample.generator import generate_corpus
+from bf_assets_tests.releasekit import isolated_release
 
 
 def test_blocks_respect_the_order_and_the_trial_budget() -> None:
@@ -38,24 +38,8 @@ def _digests(out: Path) -> dict[str, str]:
 
 
 def _release(tmp: Path, corpus: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp / name / "home"
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.setenv("BF_RUN_ROOTS", "")
-    monkeypatch.setenv("BF_WAREHOUSE", str(tmp / name / "warehouse"))
-    monkeypatch.setenv("BF_STAGING_DIR", str(tmp / name / "staging"))
     out = tmp / name / "out"
-    code = main(
-        [
-            "release",
-            "--runs",
-            str(corpus / "jobs"),
-            "--tasks",
-            str(corpus / "tasks"),
-            "--out",
-            str(out),
-        ]
-    )
-    assert code == 0
+    assert isolated_release(monkeypatch, tmp / name, corpus / "jobs", corpus / "tasks", out) == 0
     return out
 
 

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from bf_assets.cli.main import main
+from bf_assets_tests.releasekit import isolated_release
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "runs"
@@ -138,23 +139,8 @@ def test_every_output_names_the_same_exported_trials(
     assert len(exported) == review["summary"]["exported"]
     assert exported, "every scenario keeps something to export"
 
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("BF_RUN_ROOTS", "")
-    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "warehouse"))
-    monkeypatch.setenv("BF_STAGING_DIR", str(tmp_path / "staging"))
     out = tmp_path / "out"
-    code = main(
-        [
-            "release",
-            "--runs",
-            str(runs / "jobs"),
-            "--tasks",
-            str(runs / "tasks"),
-            "--out",
-            str(out),
-            *extra,
-        ]
-    )
+    code = isolated_release(monkeypatch, tmp_path, runs / "jobs", runs / "tasks", out, *extra)
     printed = dict(
         line.split(":", 1) for line in capsys.readouterr().out.splitlines() if ":" in line
     )
