@@ -48,6 +48,8 @@ def _assert_the_steps_pages(
     want = write_pages(ds, tmp_path / "b", report=report)
     assert _files(tmp_path / "a") == _files(tmp_path / "b")
     assert (got.bytes, got.largest) == (want.bytes, want.largest)
+    assert got.n_pages == want.n_pages == len(want.pages)
+    assert not hasattr(got, "pages")  # the count came back, not every trial's page name
 
 
 def test_background_pages_are_the_pages_the_step_would_write(corpus: Path, tmp_path: Path) -> None:

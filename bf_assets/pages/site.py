@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import orjson
@@ -88,30 +88,6 @@ class PageFiles(Mapping[TrialKey, Path]):
 
 
 @dataclass(slots=True)
-class PagesResult:
-    out_dir: Path
-    index: Path
-    pages: PageFiles
-    bytes: int = 0
-    largest: int = 0
-    seconds: float = 0.0
-    removed: int = 0
-    reused: int = 0  # pages whose inputs had not changed: not rendered again
-
-    def summary(self) -> PagesSummary:
-        return PagesSummary(
-            self.out_dir,
-            self.index,
-            len(self.pages),
-            self.bytes,
-            self.largest,
-            self.seconds,
-            self.removed,
-            self.reused,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class PagesSummary:
     """What a render did, without the page of each trial (what a render in another process
     sends back: at 100,000 trials the page map was some 27 MB to unpickle at the release's
@@ -119,12 +95,22 @@ class PagesSummary:
 
     out_dir: Path
     index: Path
-    n_pages: int
+    n_pages: int = 0
     bytes: int = 0
     largest: int = 0
     seconds: float = 0.0
     removed: int = 0
-    reused: int = 0
+    reused: int = 0  # pages whose inputs had not changed: not rendered again
+
+
+@dataclass(slots=True)
+class PagesResult(PagesSummary):
+    """What a render did, and each trial's page (``pages``)."""
+
+    pages: PageFiles = field(default_factory=lambda: PageFiles(Path()))
+
+    def summary(self) -> PagesSummary:
+        return PagesSummary(**{f.name: getattr(self, f.name) for f in fields(PagesSummary)})
 
 
 def _write(path: Path, text: str | Iterable[str]) -> int:
@@ -212,6 +198,7 @@ def write_pages(
                     p.unlink(missing_ok=True)
                     res.removed += 1
     res.seconds = time.perf_counter() - t0
+    res.n_pages = len(written)
     return res
 
 
