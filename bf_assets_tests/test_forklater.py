@@ -188,3 +188,24 @@ def test_a_call_not_made_ends_its_child_while_later_forks_hold_the_pipe() -> Non
     finally:
         sleeper.kill()
         sleeper.join()
+
+
+@linux_only
+def test_a_release_job_process_that_fails_is_a_release_error_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bf_assets.cli import release
+
+    def broken(*_args: object) -> dict[str, object]:
+        raise RuntimeError("the warehouse tables vanished")
+
+    monkeypatch.setattr(release, "_release_job", broken)
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, 4, seed=6)
+    out = tmp_path / "out"
+    code = isolated_release(monkeypatch, tmp_path, corpus / "jobs", corpus / "tasks", out)
+    printed = capsys.readouterr()
+    assert code == 2
+    assert "RuntimeError: the warehouse tables vanished" in printed.out + printed.err
+    assert "internal error" not in printed.out + printed.err  # an outcome, not a crash
+    assert not out.exists()  # nothing published
