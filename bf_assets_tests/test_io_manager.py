@@ -344,7 +344,7 @@ def test_a_frame_is_written_a_slice_at_a_time_and_reads_back_as_written_whole(
         }
     )
     monkeypatch.setattr(io_managers, "WRITE_SLICE_ROWS", 10)
-    _schema, slices = io_managers._arrow_slices(df)
+    slices = io_managers._arrow_slices(df, io_managers._arrow_schema(df))
     assert [t.num_rows for t in slices] == [10, 10, 5]
     buf = _io.BytesIO()
     io_managers.write_frame(df, buf)

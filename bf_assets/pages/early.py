@@ -177,9 +177,9 @@ def collect(
     ds: Any, out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
 ) -> PagesSummary | None:
     """The background pages of ``ds`` into ``out_dir``, once written (what the render did,
-    not its page map); None when there are
-    none (or they were for another review or folder, or failed): then render them.  Why a
-    started render was not used is logged (``bf_assets.pages``)."""
+    not its page map); None when there are none (or they were for another review or folder,
+    or failed): then render them.  Why a started render was not used is logged
+    (``bf_assets.pages``)."""
     if not _RUNNING:
         return None
     run = _RUNNING[0]
