@@ -3,6 +3,7 @@ job of ``bf-assets release`` run that way: it starts from the heap of before the
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -170,6 +171,59 @@ def test_the_release_job_runs_in_a_process_of_its_own(
     assert pids["ingest_job"] == {os.getpid()}
     (child,) = pids["release_job"]
     assert child != os.getpid() and not alive(child)
+
+
+@linux_only
+def test_a_release_makes_its_instance_once_and_its_job_runs_on_a_frozen_heap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The release job's process uses the instance the release made before forking it (no
+    second instance: its storage imports and database checks cost about a second), and runs
+    with what was alive at the fork left out of the collector's passes."""
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, 12, seed=5)
+    made = tmp_path / "instances.txt"
+    real_get = dg.DagsterInstance.get
+
+    def counting_get() -> dg.DagsterInstance:
+        with made.open("a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        return real_get()
+
+    monkeypatch.setattr(dg.DagsterInstance, "get", staticmethod(counting_get))
+    import bf_assets.cli.release as release_cli
+
+    real_job = release_cli._release_job
+    frozen: list[int] = []
+
+    def spying_job(*args: object) -> dict[str, object]:
+        out = real_job(*args)  # type: ignore[arg-type]
+        out["frozen"] = gc.get_freeze_count()
+        return out
+
+    real_outcome = release_cli._ingest_then_release
+
+    def keep_outcome(*args: object) -> object:
+        job = args[2]
+        real_call = job.call  # type: ignore[attr-defined]
+
+        def call() -> dict[str, object]:
+            res = real_call()
+            frozen.append(int(res.pop("frozen")))
+            return res
+
+        job.call = call  # type: ignore[attr-defined]
+        return real_outcome(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(release_cli, "_release_job", spying_job)
+    monkeypatch.setattr(release_cli, "_ingest_then_release", keep_outcome)
+    out = tmp_path / "out"
+    before = gc.get_freeze_count()
+    code = isolated_release(monkeypatch, tmp_path, corpus / "jobs", corpus / "tasks", out)
+    assert code == 0 and (out / "report" / "review.md").is_file()
+    assert made.read_text().split() == [str(os.getpid())]  # one instance, made here
+    assert frozen and frozen[0] > 10_000  # Dagster and the definitions, at least
+    assert gc.get_freeze_count() == before  # handed back to the collector afterwards
 
 
 @linux_only

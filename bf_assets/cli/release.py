@@ -36,6 +36,7 @@ import orjson
 
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
+from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
@@ -340,14 +341,25 @@ def _release(
         ),
         publish_target=PublishTarget(**target_cfg),
     )
-    # The release job runs in a process forked here, before the first ingest run: it starts
-    # from the imports, not from what the ingest runs leave in this process's heap.
-    with ForkedCall(lambda: _release_job(defs, roots, pin)) as release_job:
-        return _ingest_then_release(defs, release_job, roots, pin, sizes, options, out)
+    import dagster as dg
+
+    # The instance is made once, here: the release job's process inherits it (its storage
+    # modules imported and its databases checked) instead of making its own.
+    instance = dg.DagsterInstance.get()
+    # What is alive now (Dagster, the definitions, the instance, the walk) lives as long as
+    # the release: the collector's full passes, here and in the forked release job, leave it
+    # alone.  The release job runs in a process forked here, before the first ingest run: it
+    # starts from the imports, not from what the ingest runs leave in this process's heap.
+    with (
+        frozen_heap(),
+        ForkedCall(lambda: _release_job(defs, instance, roots, pin)) as release_job,
+    ):
+        return _ingest_then_release(defs, instance, release_job, roots, pin, sizes, options, out)
 
 
 def _ingest_then_release(
     defs: Any,
+    instance: Any,
     release_job: ForkedCall[dict[str, Any]],
     roots: list[str],
     pin: Pin,
@@ -355,11 +367,8 @@ def _ingest_then_release(
     options: ReviewOptions,
     out: Path,
 ) -> ReleaseResult:
-    import dagster as dg
-
     from bf_assets.defs.partitions import job_partitions
 
-    instance = dg.DagsterInstance.get()
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
     keys = sorted(sizes)
     new = [k for k in keys if k not in known]
@@ -404,18 +413,15 @@ def _ingest_then_release(
     return result
 
 
-def _release_job(defs: Any, roots: Sequence[str], pin: Pin) -> dict[str, Any]:
-    """``release_job`` over the ingested tables (in the process forked for it): its outcome
-    (:func:`_release_outcome`)."""
-    import dagster as dg
-
+def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> dict[str, Any]:
+    """``release_job`` over the ingested tables on ``instance`` (in the process forked for
+    it): its outcome (:func:`_release_outcome`)."""
     from bf_assets.defs.pages import PAGES_SUBDIR
     from bf_assets.defs.resources import local_warehouse
     from bf_assets.defs.storage import release_keepers
     from bf_assets.pages.early import pages_alongside
 
     pin.unpin()  # this process's copy of the walk: the tables hold the trials
-    instance = dg.DagsterInstance.get()
     pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
     try:
         # the trial pages are made in the background while curation and the checks run
