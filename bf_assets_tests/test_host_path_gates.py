@@ -9,6 +9,7 @@ import re
 from leakproof_corpus import corpus, look_alikes
 
 from bf_assets.curate.clean import HOST_PATH_RULES, CleanStats, strip_host_paths
+from bf_assets.curate.scan import host_paths_in
 
 PATHS = [
     "/home/alice/x",
@@ -45,7 +46,7 @@ def _every_rule(text: str, stats: CleanStats) -> str:
     return out
 
 
-def test_skipping_rules_by_their_literals_changes_nothing() -> None:
+def _texts() -> list[str]:
     rnd = random.Random(3)
     texts = PATHS + [p.text for p in corpus()] + look_alikes()
     for _ in range(3000):
@@ -53,7 +54,16 @@ def test_skipping_rules_by_their_literals_changes_nothing() -> None:
         odd = rnd.choice(ODD)
         texts.append(f"{b} in {a} " + (odd if rnd.random() < 0.3 else ""))
         texts.append(a.replace("i", odd, 1) if rnd.random() < 0.5 else a.upper())
-    for t in texts:
+    return texts
+
+
+def test_the_publish_scan_skipping_rules_finds_what_every_rule_finds() -> None:
+    for t in _texts():
+        assert host_paths_in(t) == [ph for p, ph in HOST_PATH_RULES if p.search(t)], t
+
+
+def test_skipping_rules_by_their_literals_changes_nothing() -> None:
+    for t in _texts():
         if not HINT.search(t):  # strip_host_paths' own gate, before any rule
             continue
         got, want = CleanStats(), CleanStats()

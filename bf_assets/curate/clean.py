@@ -32,7 +32,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -314,16 +314,28 @@ HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
 ]
 
 
-def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
+def host_path_rules_for(text: str) -> Iterator[tuple[re.Pattern[str], str]]:
+    """The rules of :data:`HOST_PATH_RULES` that can match ``text`` (in order): none without
+    a slash, backslash or tilde, and none whose literals ``text`` does not hold."""
     if not _PATH_HINT.search(text):
-        return text
-    out = text
-    for (pattern, placeholder), (needs, fold) in zip(HOST_PATH_RULES, HOST_PATH_NEEDS, strict=True):
+        return
+    lower: str | None = None
+    for rule, (needs, fold) in zip(HOST_PATH_RULES, HOST_PATH_NEEDS, strict=True):
         if fold:
-            if out.isascii() and not any(n in out.lower() for n in needs):
-                continue
-        elif not any(n in out for n in needs):
+            if text.isascii():
+                lower = text.lower() if lower is None else lower
+                if not any(n in lower for n in needs):
+                    continue
+        elif not any(n in text for n in needs):
             continue
+        yield rule
+
+
+def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
+    out = text
+    for pattern, placeholder in host_path_rules_for(text):
+        # a rule's literals are looked for in the text it is given: the one the rules
+        # before it left (a placeholder never brings a literal a later rule needs)
         out, n = pattern.subn(placeholder, out)
         if n and stats is not None:
             stats.host_paths[placeholder] += n

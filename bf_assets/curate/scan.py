@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -24,8 +23,10 @@ from bf_assets.curate.clean import (
     CACHE_MAX_ENTRIES,
     CACHE_MIN_CHARS,
     HOST_PATH_KEYS,
-    HOST_PATH_RULES,
+    MESSAGE_REASONING_KEYS,
+    REASONING_KEYS,
     SHORT_CACHE_ENTRIES,
+    host_path_rules_for,
     parse_json_string,
     reasoning_kind,
     reasoning_name_kind,
@@ -57,26 +58,9 @@ def _is_marker(v: str) -> bool:
 Parent = dict[str, Any] | None
 
 
-def walk(value: Any, *, into_strings: bool = True) -> Iterator[tuple[str | None, Any, Parent]]:
-    """Every ``(key, value, parent dict)`` of a parsed JSON value (key ``None`` for list
-    items); strings holding a JSON document are parsed and walked too."""
-    stack: list[tuple[str | None, Any, Parent]] = [(None, value, None)]
-    while stack:
-        key, v, parent = stack.pop()
-        yield key, v, parent
-        if isinstance(v, dict):
-            stack.extend((k, x, v) for k, x in v.items())
-        elif isinstance(v, list):
-            stack.extend((None, x, None) for x in v)
-        elif into_strings and isinstance(v, str):
-            inner = parse_json_string(v)
-            if inner is not None:
-                stack.append((None, inner, None))
-
-
 def host_paths_in(text: str) -> list[str]:
     """Placeholder names of the host-path rules that match ``text``."""
-    return [ph for pattern, ph in HOST_PATH_RULES if pattern.search(text)]
+    return [ph for pattern, ph in host_path_rules_for(text) if pattern.search(text)]
 
 
 TextCache = dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]]
@@ -106,42 +90,104 @@ def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tup
     return hit
 
 
+class _KeyFacts(NamedTuple):
+    """What the checks make of a key's name alone."""
+
+    banned: bool
+    reasoning: bool  # a name private reasoning goes under (the value decides)
+    kinds: tuple[str, ...]  # secret detectors that fire on the name
+    paths: tuple[str, ...]  # host-path placeholders in the name
+    host_path_key: bool
+    secret_key: bool
+
+
+def _key_facts_of(key: str) -> _KeyFacts:
+    kinds, paths = text_hits(key)
+    return _KeyFacts(
+        key in BANNED_KEYS,
+        key in REASONING_KEYS or key in MESSAGE_REASONING_KEYS,
+        kinds,
+        paths,
+        key in HOST_PATH_KEYS,
+        is_secret_key(key),
+    )
+
+
+# Keys recur in every row and report line: each short one is looked at once per process.
+_key_facts = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_key_facts_of)
+
+
+class _Findings:
+    """The findings of one scanned value: one per check and evidence, at most
+    :data:`MAX_PER_CHECK` per check."""
+
+    __slots__ = ("out", "seen", "per_check", "where")
+
+    def __init__(self, where: str) -> None:
+        self.out: list[Finding] = []
+        self.seen: set[tuple[str, str]] = set()
+        self.per_check: dict[str, int] = {}
+        self.where = where
+
+    def add(self, check: str, message: str, evidence: str) -> None:
+        if (check, evidence) in self.seen or self.per_check.get(check, 0) >= MAX_PER_CHECK:
+            return
+        self.seen.add((check, evidence))
+        self.per_check[check] = self.per_check.get(check, 0) + 1
+        self.out.append(finding(check, message, file=self.where, evidence=evidence))
+
+    def key(self, key: str, v: Any, parent: dict[str, Any]) -> None:
+        where = self.where
+        facts = _key_facts(key) if len(key) < CACHE_MIN_CHARS else _key_facts_of(key)
+        if facts.banned:
+            self.add(BANNED_KEY, f"banned key {key!r} in {where}", key)
+        elif facts.reasoning and (kind := reasoning_name_kind(parent, key, v)):
+            self.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+        for kind in facts.kinds:  # keys are published text too
+            self.add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
+        for ph in facts.paths:
+            self.add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
+        if facts.host_path_key and isinstance(v, str) and v.startswith(("/", "~")):
+            self.add(HOST_PATH, f"host path under {key!r} in {where}", key)
+        if facts.secret_key and isinstance(v, str) and v and not _is_marker(v):
+            self.add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
+
+    def text(self, v: str, cache: TextCache | None) -> None:
+        kinds, paths = _short_hits(v) if len(v) < CACHE_MIN_CHARS else _text_hits(v, cache)
+        for kind in kinds:
+            self.add(SECRET, f"detect-secrets {kind} fires in {self.where}", kind)
+        for ph in paths:
+            self.add(HOST_PATH, f"an absolute host path ({ph}) survives in {self.where}", ph)
+
+
 def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[Finding]:
     """Secrets, host paths and banned keys anywhere in a parsed value.  ``cache`` (shared by
-    the caller across rows) lets text repeated across steps, rows and configs be scanned once."""
-    out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
+    the caller across rows) lets text repeated across steps, rows and configs be scanned once.
 
-    def add(check: str, message: str, evidence: str) -> None:
-        if (check, evidence) in seen or sum(f.check == check for f in out) >= MAX_PER_CHECK:
-            return
-        seen.add((check, evidence))
-        out.append(finding(check, message, file=where, evidence=evidence))
-
-    for key, v, parent in walk(value):
-        if key is not None:
-            if key in BANNED_KEYS:
-                add(BANNED_KEY, f"banned key {key!r} in {where}", key)
-            elif parent is not None and (kind := reasoning_name_kind(parent, key, v)):
-                add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
-            kinds, paths = _text_hits(key, cache)  # keys are published text too
-            for kind in kinds:
-                add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
-            for ph in paths:
-                add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
-            if key in HOST_PATH_KEYS and isinstance(v, str) and v.startswith(("/", "~")):
-                add(HOST_PATH, f"host path under {key!r} in {where}", key)
-            if is_secret_key(key) and isinstance(v, str) and v and not _is_marker(v):
-                add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
-        if isinstance(v, dict) and (kind := reasoning_kind(v)):
-            add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
-        if isinstance(v, str) and v:
-            kinds, paths = _text_hits(v, cache)
-            for kind in kinds:
-                add(SECRET, f"detect-secrets {kind} fires in {where}", kind)
-            for ph in paths:
-                add(HOST_PATH, f"an absolute host path ({ph}) survives in {where}", ph)
-    return out
+    Every ``(key, value)`` is looked at depth first, the last child first, a string holding
+    a JSON document followed by that document's values; the order decides which findings
+    the per-check cap keeps.  The walk is a plain loop over one stack (no generator, no
+    per-node call for a key seen before): it runs on every published value, twice
+    (curation and the publish gate)."""
+    found = _Findings(where)
+    stack: list[tuple[str | None, Any, Parent]] = [(None, value, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        key, v, parent = pop()
+        if key is not None and parent is not None:
+            found.key(key, v, parent)
+        if isinstance(v, dict):
+            if kind := reasoning_kind(v):
+                found.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+            stack.extend([(k, x, v) for k, x in v.items()])
+        elif isinstance(v, list):
+            stack.extend([(None, x, None) for x in v])
+        elif isinstance(v, str) and v:
+            found.text(v, cache)
+            inner = parse_json_string(v)
+            if inner is not None:
+                push((None, inner, None))
+    return found.out
 
 
 def scan_text(text: str, where: str) -> list[Finding]:
