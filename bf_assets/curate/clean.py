@@ -34,7 +34,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -360,18 +360,21 @@ def _walk(
     drop_item: Callable[[Any], bool] | None = None,
 ) -> Any:
     """Copy ``value``; ``on_key(parent, k, v)`` → ``(keep, replacement or _KEEP)``; strings
-    (keys included) mapped; list items for which ``drop_item`` is true left out."""
+    (keys included) mapped; list items for which ``drop_item`` is true left out.  One loop
+    over one stack of ``(source, copy it goes into, slot)``: no recursion, no callable a
+    container."""
     if isinstance(value, str):
         return on_str(value)
     if not isinstance(value, dict | list):
         return value
     root: list[Any] = [None]
-    stack: list[tuple[Any, Callable[[Any], None]]] = [(value, lambda v: root.__setitem__(0, v))]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
+    pop, push = stack.pop, stack.append
     while stack:
-        src, put = stack.pop()
+        src, into, slot = pop()
         if isinstance(src, dict):
-            dst: dict[str, Any] = {}
-            put(dst)
+            dst: dict[Any, Any] = {}
+            into[slot] = dst
             for k, v in src.items():
                 keep, repl = on_key(src, k, v)
                 if not keep:
@@ -381,16 +384,16 @@ def _walk(
                     dst[nk] = repl
                 elif isinstance(v, dict | list):
                     dst[nk] = None
-                    stack.append((v, lambda x, d=dst, key=nk: d.__setitem__(key, x)))
+                    push((v, dst, nk))
                 else:
                     dst[nk] = on_str(v) if isinstance(v, str) else v
         else:
             items = [v for v in src if not drop_item(v)] if drop_item is not None else src
             lst: list[Any] = [None] * len(items)
-            put(lst)
+            into[slot] = lst
             for i, v in enumerate(items):
                 if isinstance(v, dict | list):
-                    stack.append((v, lambda x, li=lst, idx=i: li.__setitem__(idx, x)))
+                    push((v, lst, i))
                 else:
                     lst[i] = on_str(v) if isinstance(v, str) else v
     return root[0]
@@ -569,7 +572,7 @@ class Cleaner:
                 self._cache[key] = hit
                 self._cached_chars += len(hit[0])
             out, delta = hit
-        if not delta.empty():
+        if delta is not _NO_CHANGE and not delta.empty():
             self.stats.add(delta)
         return out
 
@@ -581,18 +584,28 @@ class Cleaner:
         return False
 
     def _on_key(self, parent: dict[str, Any], k: str, v: Any) -> tuple[bool, Any]:
-        if k in BANNED_KEYS:
+        if not isinstance(k, str):
+            facts = _KeyRules(k in BANNED_KEYS, False, k in HOST_PATH_KEYS, False, False)
+        else:
+            facts = _key_rules(k) if len(k) < CACHE_MIN_CHARS else _key_rules_of(k)
+        if facts.banned:
             self.stats.banned_keys[banned_category(k)] += 1
             return False, None
-        if isinstance(k, str):
-            kind = reasoning_key_kind(parent, k, v)
-            if kind is not None:
-                self.stats.reasoning[kind] += 1
-                return False, None
-        if k in HOST_PATH_KEYS and _is_abs_path(v):
+        kind = (reasoning_name_kind(parent, k, v) if facts.reasoning else None) or (
+            reasoning_kind(v) if isinstance(v, dict) and isinstance(k, str) else None
+        )
+        if kind is not None:
+            self.stats.reasoning[kind] += 1
+            return False, None
+        if facts.host_path_key and _is_abs_path(v):
             self.stats.host_paths[HOST_PATH_PLACEHOLDER] += 1
             return True, HOST_PATH_PLACEHOLDER
-        if isinstance(k, str) and isinstance(v, str) and v and secret_named(k, v):
+        if (
+            (facts.secret_key or facts.secret_word)
+            and isinstance(v, str)
+            and v
+            and (facts.secret_key or _WORD_START.match(v))
+        ):
             if v.startswith(_MARKERS) or is_marker(v):
                 return True, v
             self.stats.redactions["secret_field"] += 1
@@ -614,11 +627,38 @@ _SECRET_WORD = re.compile(
 )
 
 
+_WORD_START = re.compile(r"\w")
+
+
 def secret_named(key: str, value: str) -> bool:
     """True when ``value`` under ``key`` is a secret by the key's name alone."""
     if is_secret_key(key):
         return True
-    return bool(_SECRET_WORD.search(key)) and bool(re.match(r"\w", value))
+    return bool(_SECRET_WORD.search(key)) and bool(_WORD_START.match(value))
+
+
+class _KeyRules(NamedTuple):
+    """What :meth:`Cleaner._on_key`'s rules make of a key's name alone."""
+
+    banned: bool
+    reasoning: bool  # a name private reasoning goes under (the parent and value decide)
+    host_path_key: bool
+    secret_key: bool  # its value is a secret whatever it is
+    secret_word: bool  # its value is a secret when it starts like a word
+
+
+def _key_rules_of(key: str) -> _KeyRules:
+    return _KeyRules(
+        key in BANNED_KEYS,
+        key in REASONING_KEYS or key in MESSAGE_REASONING_KEYS,
+        key in HOST_PATH_KEYS,
+        is_secret_key(key),
+        bool(_SECRET_WORD.search(key)),
+    )
+
+
+# Keys recur in every value cleaned: each short one is looked at once per process.
+_key_rules = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_key_rules_of)
 
 
 def clean_value(value: Any, stats: CleanStats | None = None) -> Any:
