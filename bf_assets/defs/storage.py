@@ -14,7 +14,9 @@ connection that closes after each commit is not the last one and does not fold t
 (a checkpoint, with its syncs) every time.  A background thread checkpoints each database
 written in the last :data:`CHECKPOINT_SECONDS` (Dagster's run-log watchers in the webserver
 wake on changes of the ``.db`` file, so a run's live log stays live, at most a second late);
-SQLite's auto-checkpoint and the process's exit fold the log back too.
+SQLite's auto-checkpoint and the process's exit fold the log back too.  Dagster's SQLite
+storages also get one engine per database instead of one per use
+(:mod:`bf_assets.defs.engines`).
 
 What it trades: an application crash loses nothing; a power cut can lose the commits of the
 last moments, never the database.  That is the right trade for a project-local instance;
@@ -39,6 +41,8 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
+
+from bf_assets.defs.engines import keep_engines
 
 WAL_ENV = "BF_SQLITE_WAL"
 KEEPERS = 16
@@ -74,6 +78,7 @@ def tune_sqlite_under(base_dir: str) -> None:
         if not _listening:
             event.listen(Pool, "connect", _on_connect)
             _listening = True
+    keep_engines(is_tuned)  # and one engine per database, not one per use
 
 
 def is_tuned(path: str) -> bool:
