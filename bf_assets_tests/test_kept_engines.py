@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool, QueuePool
 from bf_assets.batch.forklater import ForkedCall, can_fork
 from bf_assets.defaults import default_file
 from bf_assets.defs import engines
-from bf_assets.defs.storage import tune_sqlite_under
+from bf_assets.defs.storage import is_tuned, tune_sqlite_under
 
 
 @pytest.fixture
@@ -95,3 +95,12 @@ def test_a_forked_process_makes_its_own(home: Path) -> None:
         reused_in_child = call.call()
     assert reused_in_child is False  # the parent's engine (and pool) stays the parent's
     assert create(url, poolclass=NullPool) is parent  # and is intact here
+
+
+def test_a_folder_tuned_later_counts_for_paths_asked_about_before(tmp_path: Path) -> None:
+    later = tmp_path / "later"
+    later.mkdir()
+    db = str(later / "x.db")
+    assert is_tuned(db) is False  # answered, and the answer kept
+    tune_sqlite_under(str(later))
+    assert is_tuned(db) is True  # a newly tuned folder is not hidden by the kept answer

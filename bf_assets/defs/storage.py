@@ -51,6 +51,8 @@ CHECKPOINT_SECONDS = 1.0
 
 _lock = threading.Lock()
 _tuned_dirs: set[str] = set()
+_tuned_paths: dict[str, bool] = {}  # path -> under a tuned folder (is_tuned's answers)
+TUNED_PATHS_KEPT = 4096
 _listening = False
 # path -> (idle connection, written since the last checkpoint)
 _keepers: OrderedDict[str, tuple[sqlite3.Connection, bool]] = OrderedDict()
@@ -75,6 +77,7 @@ def tune_sqlite_under(base_dir: str) -> None:
     path = os.path.realpath(base_dir).rstrip(os.sep) + os.sep
     with _lock:
         _tuned_dirs.add(path)
+        _tuned_paths.clear()
         if not _listening:
             event.listen(Pool, "connect", _on_connect)
             _listening = True
@@ -82,8 +85,17 @@ def tune_sqlite_under(base_dir: str) -> None:
 
 
 def is_tuned(path: str) -> bool:
-    real = os.path.realpath(path)
-    return any(real.startswith(d) for d in tuple(_tuned_dirs))
+    """True when the database file ``path`` lies under a tuned folder.  Asked at every
+    connection and engine: each path's answer is kept (``realpath`` stats every component)
+    until another folder is tuned."""
+    hit = _tuned_paths.get(path)
+    if hit is None:
+        real = os.path.realpath(path)
+        hit = any(real.startswith(d) for d in tuple(_tuned_dirs))
+        if len(_tuned_paths) >= TUNED_PATHS_KEPT:
+            _tuned_paths.clear()
+        _tuned_paths[path] = hit
+    return hit
 
 
 def _on_connect(dbapi_conn: Any, _record: Any) -> None:
