@@ -359,3 +359,37 @@ def test_a_frame_is_written_a_slice_at_a_time_and_reads_back_as_written_whole(
     io_managers.write_frame(df.iloc[0:0], empty)
     back = pq.read_table(pa.BufferReader(empty.getvalue()))
     assert back.num_rows == 0 and back.schema.names == list(df.columns)
+
+
+def test_a_frame_of_one_slice_is_written_in_one_conversion_to_the_same_bytes() -> None:
+    """A frame that fits one slice is converted once (types inferred while converting): the
+    file is byte for byte the one the two-step write (schema, then conversion) makes."""
+    import io as _io
+
+    from bf_assets.defs import io_managers
+
+    def two_step(frame: pd.DataFrame) -> bytes:
+        buf = _io.BytesIO()
+        schema = io_managers._arrow_schema(frame)
+        with pq.ParquetWriter(buf, schema) as writer:
+            for table in io_managers._arrow_slices(frame, schema):
+                writer.write_table(table)
+        return buf.getvalue()
+
+    n = 30
+    df = pd.DataFrame(
+        {
+            "key": [f"job/{i}" for i in range(n)],
+            "n": list(range(n)),
+            "score": [None if i % 4 == 0 else i / 3 for i in range(n)],
+            "never": [None] * n,
+            "flag": [i % 2 == 0 for i in range(n)],
+            "checks": [[f"C{i}", "X"] if i % 3 else [] for i in range(n)],
+            "count": pd.array([None if i % 5 == 0 else i for i in range(n)], dtype="Int64"),
+        }
+    )
+    for frame in (df, df.iloc[0:0], df.iloc[0:1], df[["never"]]):
+        assert len(frame) <= io_managers.WRITE_SLICE_ROWS
+        buf = _io.BytesIO()
+        io_managers.write_frame(frame, buf)
+        assert buf.getvalue() == two_step(frame)

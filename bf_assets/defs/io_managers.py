@@ -142,7 +142,10 @@ WRITE_SLICE_ROWS = 10_000
 def _arrow_schema(df: pd.DataFrame) -> pa.Schema:
     """The Arrow schema of ``df`` (types inferred over every row, without converting them);
     a column of nulls only is a string column."""
-    schema = pa.Schema.from_pandas(df, preserve_index=False)
+    return _nulls_as_strings(pa.Schema.from_pandas(df, preserve_index=False))
+
+
+def _nulls_as_strings(schema: pa.Schema) -> pa.Schema:
     for i, f in enumerate(schema):
         if pa.types.is_null(f.type):
             schema = schema.set(i, pa.field(f.name, pa.string()))
@@ -160,7 +163,17 @@ def _arrow_slices(df: pd.DataFrame, schema: pa.Schema) -> Iterator[pa.Table]:
 
 def write_frame(df: pd.DataFrame, fh: Any) -> None:
     """``df`` as Parquet into the open binary file ``fh``, a slice at a time (a row group a
-    slice); read back, the same frame as one table written whole."""
+    slice); read back, the same frame as one table written whole.  A frame of one slice (a
+    job partition's table, nearly always) is converted once, its types inferred as it is
+    converted, not inferred first and converted after (the same bytes, about half the CPU)."""
+    if len(df) <= WRITE_SLICE_ROWS:
+        table = pa.Table.from_pandas(df, preserve_index=False, nthreads=1)
+        schema = _nulls_as_strings(table.schema)
+        if schema is not table.schema:
+            table = table.cast(schema)
+        with pq.ParquetWriter(fh, schema) as writer:
+            writer.write_table(table)
+        return
     schema = _arrow_schema(df)
     with pq.ParquetWriter(fh, schema) as writer:
         for table in _arrow_slices(df, schema):
