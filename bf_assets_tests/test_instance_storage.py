@@ -16,8 +16,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bf_assets.defaults import default_file
-
 WRITER = textwrap.dedent(
     """
     import sys, time
@@ -37,13 +35,8 @@ WRITER = textwrap.dedent(
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "dagster.yaml").write_bytes(default_file("dagster.yaml"))
-    monkeypatch.setenv("DAGSTER_HOME", str(h))
-    monkeypatch.delenv("BF_SQLITE_WAL", raising=False)
-    return h
+def home(instance_home: Path) -> Path:
+    return instance_home
 
 
 def _text(entry: dg.EventLogEntry) -> str:

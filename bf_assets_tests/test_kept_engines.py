@@ -14,19 +14,14 @@ from dagster._core.storage.runs.sqlite import sqlite_run_storage
 from sqlalchemy.pool import NullPool, QueuePool
 
 from bf_assets.batch.forklater import ForkedCall, can_fork
-from bf_assets.defaults import default_file
 from bf_assets.defs import engines
 from bf_assets.defs.storage import is_tuned, tune_sqlite_under
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "dagster.yaml").write_bytes(default_file("dagster.yaml"))
-    monkeypatch.setenv("DAGSTER_HOME", str(h))
-    tune_sqlite_under(str(h))
-    return h
+def home(instance_home: Path) -> Path:
+    tune_sqlite_under(str(instance_home))
+    return instance_home
 
 
 def _url(path: Path) -> str:
