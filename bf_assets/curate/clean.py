@@ -585,9 +585,9 @@ class Cleaner:
 
     def _on_key(self, parent: dict[str, Any], k: str, v: Any) -> tuple[bool, Any]:
         if not isinstance(k, str):
-            facts = _KeyRules(k in BANNED_KEYS, False, k in HOST_PATH_KEYS, False, False)
+            facts = KeyRules(k in BANNED_KEYS, False, k in HOST_PATH_KEYS, False, False)
         else:
-            facts = _key_rules(k) if len(k) < CACHE_MIN_CHARS else _key_rules_of(k)
+            facts = key_rules(k)
         if facts.banned:
             self.stats.banned_keys[banned_category(k)] += 1
             return False, None
@@ -637,8 +637,8 @@ def secret_named(key: str, value: str) -> bool:
     return bool(_SECRET_WORD.search(key)) and bool(_WORD_START.match(value))
 
 
-class _KeyRules(NamedTuple):
-    """What :meth:`Cleaner._on_key`'s rules make of a key's name alone."""
+class KeyRules(NamedTuple):
+    """What the key rules (the cleaner's and the publish scan's) make of a key's name alone."""
 
     banned: bool
     reasoning: bool  # a name private reasoning goes under (the parent and value decide)
@@ -647,8 +647,8 @@ class _KeyRules(NamedTuple):
     secret_word: bool  # its value is a secret when it starts like a word
 
 
-def _key_rules_of(key: str) -> _KeyRules:
-    return _KeyRules(
+def _key_rules_of(key: str) -> KeyRules:
+    return KeyRules(
         key in BANNED_KEYS,
         key in REASONING_KEYS or key in MESSAGE_REASONING_KEYS,
         key in HOST_PATH_KEYS,
@@ -657,8 +657,13 @@ def _key_rules_of(key: str) -> _KeyRules:
     )
 
 
-# Keys recur in every value cleaned: each short one is looked at once per process.
-_key_rules = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_key_rules_of)
+# Keys recur in every value cleaned and scanned: each short one is looked at once a process.
+_short_key_rules = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_key_rules_of)
+
+
+def key_rules(key: str) -> KeyRules:
+    """:class:`KeyRules` of ``key`` (kept for short keys)."""
+    return _short_key_rules(key) if len(key) < CACHE_MIN_CHARS else _key_rules_of(key)
 
 
 def clean_value(value: Any, stats: CleanStats | None = None) -> Any:

@@ -13,20 +13,17 @@ from __future__ import annotations
 import functools
 import math
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Verdict
 from bf_assets.curate.clean import (
-    BANNED_KEYS,
     CACHE_MAX_ENTRIES,
     CACHE_MIN_CHARS,
-    HOST_PATH_KEYS,
-    MESSAGE_REASONING_KEYS,
-    REASONING_KEYS,
     SHORT_CACHE_ENTRIES,
     host_path_rules_for,
+    key_rules,
     parse_json_string,
     reasoning_kind,
     reasoning_name_kind,
@@ -36,7 +33,6 @@ from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE
 from bf_assets.curate.second_look import detect
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.messages import ROLES, check_messages, tool_names
-from bf_assets.redact import is_secret_key
 
 SECRET = "PUBLISH_SECRET"
 HOST_PATH = "PUBLISH_HOST_PATH"
@@ -90,33 +86,6 @@ def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tup
     return hit
 
 
-class _KeyFacts(NamedTuple):
-    """What the checks make of a key's name alone."""
-
-    banned: bool
-    reasoning: bool  # a name private reasoning goes under (the value decides)
-    kinds: tuple[str, ...]  # secret detectors that fire on the name
-    paths: tuple[str, ...]  # host-path placeholders in the name
-    host_path_key: bool
-    secret_key: bool
-
-
-def _key_facts_of(key: str) -> _KeyFacts:
-    kinds, paths = text_hits(key)
-    return _KeyFacts(
-        key in BANNED_KEYS,
-        key in REASONING_KEYS or key in MESSAGE_REASONING_KEYS,
-        kinds,
-        paths,
-        key in HOST_PATH_KEYS,
-        is_secret_key(key),
-    )
-
-
-# Keys recur in every row and report line: each short one is looked at once per process.
-_key_facts = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_key_facts_of)
-
-
 class _Findings:
     """The findings of one scanned value: one per check and evidence, at most
     :data:`MAX_PER_CHECK` per check."""
@@ -136,16 +105,17 @@ class _Findings:
         self.per_check[check] = self.per_check.get(check, 0) + 1
         self.out.append(finding(check, message, file=self.where, evidence=evidence))
 
-    def key(self, key: str, v: Any, parent: dict[str, Any]) -> None:
+    def key(self, key: str, v: Any, parent: dict[str, Any], cache: TextCache | None) -> None:
         where = self.where
-        facts = _key_facts(key) if len(key) < CACHE_MIN_CHARS else _key_facts_of(key)
+        facts = key_rules(key)
+        kinds, paths = _text_hits(key, cache)
         if facts.banned:
             self.add(BANNED_KEY, f"banned key {key!r} in {where}", key)
         elif facts.reasoning and (kind := reasoning_name_kind(parent, key, v)):
             self.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
-        for kind in facts.kinds:  # keys are published text too
+        for kind in kinds:  # keys are published text too
             self.add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
-        for ph in facts.paths:
+        for ph in paths:
             self.add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
         if facts.host_path_key and isinstance(v, str) and v.startswith(("/", "~")):
             self.add(HOST_PATH, f"host path under {key!r} in {where}", key)
@@ -175,7 +145,7 @@ def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[F
     while stack:
         key, v, parent = pop()
         if key is not None and parent is not None:
-            found.key(key, v, parent)
+            found.key(key, v, parent, cache)
         if isinstance(v, dict):
             if kind := reasoning_kind(v):
                 found.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)

@@ -23,15 +23,11 @@ from typing import Any
 
 from bf_assets.curate.clean import (
     _KEEP,
-    BANNED_KEYS,
     CACHE_MIN_CHARS,
-    HOST_PATH_KEYS,
-    MESSAGE_REASONING_KEYS,
-    REASONING_KEYS,
     Cleaner,
     CleanStats,
+    key_rules,
     reasoning_kind,
-    secret_named,
 )
 from bf_assets.pages.memo import BytesMemo
 
@@ -50,15 +46,8 @@ class _Fallback(Exception):
 
 def key_is_plain(key: str) -> bool:
     """True when no key rule can apply to ``key`` whatever its value: not banned, not a
-    reasoning name, not a host-path key and not secret-named for any value (``"a"`` is a
-    value every secret-named key masks)."""
-    return not (
-        key in BANNED_KEYS
-        or key in REASONING_KEYS
-        or key in MESSAGE_REASONING_KEYS
-        or key in HOST_PATH_KEYS
-        or secret_named(key, "a")
-    )
+    reasoning name, not a host-path key and not secret-named for any value."""
+    return not any(key_rules(key))
 
 
 class PageCleaner(Cleaner):
