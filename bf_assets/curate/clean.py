@@ -591,21 +591,15 @@ class Cleaner:
         if facts.banned:
             self.stats.banned_keys[banned_category(k)] += 1
             return False, None
-        kind = (reasoning_name_kind(parent, k, v) if facts.reasoning else None) or (
-            reasoning_kind(v) if isinstance(v, dict) and isinstance(k, str) else None
-        )
-        if kind is not None:
+        # only a reasoning name or a dict value can be private reasoning
+        maybe = facts.reasoning or isinstance(v, dict)
+        if maybe and isinstance(k, str) and (kind := reasoning_key_kind(parent, k, v)):
             self.stats.reasoning[kind] += 1
             return False, None
         if facts.host_path_key and _is_abs_path(v):
             self.stats.host_paths[HOST_PATH_PLACEHOLDER] += 1
             return True, HOST_PATH_PLACEHOLDER
-        if (
-            (facts.secret_key or facts.secret_word)
-            and isinstance(v, str)
-            and v
-            and (facts.secret_key or _WORD_START.match(v))
-        ):
+        if isinstance(k, str) and isinstance(v, str) and v and secret_named(k, v):
             if v.startswith(_MARKERS) or is_marker(v):
                 return True, v
             self.stats.redactions["secret_field"] += 1
@@ -632,9 +626,8 @@ _WORD_START = re.compile(r"\w")
 
 def secret_named(key: str, value: str) -> bool:
     """True when ``value`` under ``key`` is a secret by the key's name alone."""
-    if is_secret_key(key):
-        return True
-    return bool(_SECRET_WORD.search(key)) and bool(_WORD_START.match(value))
+    rules = key_rules(key)
+    return rules.secret_key or (rules.secret_word and bool(_WORD_START.match(value)))
 
 
 class KeyRules(NamedTuple):
