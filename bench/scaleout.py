@@ -6,9 +6,11 @@
 (b) The same release split: a PostgreSQL instance (``deploy/dagster.postgres.yaml`` on a
     fresh database) shared by every process, a Redis broker, two ``dagster-celery`` workers
     (solo pool, one task at a time, the same warehouse and run roots).  The job partitions are
-    registered, cut into ranges (``bf_assets.defs.ranges.split_ranges``, balanced by trials),
-    and each range is launched as one run of ``ingest_job`` with ``dagster job execute``
-    (the run worker; the run's steps go to the workers), both ranges at once.  Then
+    registered, cut into ranges (``bf_assets.defs.ranges.split_ranges``, balanced by trials,
+    at least ``--ranges``, each of at most ``--max-trials`` trials: ``$BF_INGEST_RUN_TRIALS``
+    or 2,000 by default, so a worker's memory does not grow with the corpus), and each range
+    is launched as one run of ``ingest_job`` with ``dagster job execute`` (the run worker;
+    the run's steps go to the workers), one run per worker at a time.  Then
     ``release_job`` (dataset review → curation → blocking publish checks → publish into
     ``B/out``) the same way.  Every step must have run on one of the workers: its engine event
     names the worker's node and its ``STEP_START`` pid is the worker's pid.
@@ -104,18 +106,24 @@ class Child:
         return self.proc.pid
 
     def wait(self, timeout_s: float | None = None) -> Usage:
-        if self.usage is not None:
-            return self.usage
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            pid, status, ru = os.wait4(self.proc.pid, os.WNOHANG if deadline else 0)
-            if pid:
-                break
+            usage = self.poll(block=deadline is None)
+            if usage is not None:
+                return usage
             if deadline is not None and time.monotonic() > deadline:
                 self.signal(signal.SIGKILL)
                 deadline = None  # the next wait4 blocks until it is gone
                 continue
             time.sleep(0.2)
+
+    def poll(self, block: bool = False) -> Usage | None:
+        """The child's usage once it has ended (reaped here), else None."""
+        if self.usage is not None:
+            return self.usage
+        pid, status, ru = os.wait4(self.proc.pid, 0 if block else os.WNOHANG)
+        if not pid:
+            return None
         code = os.waitstatus_to_exitcode(status)
         self.proc.returncode = code
         self.usage = Usage(
@@ -364,7 +372,7 @@ class Split:
     workers: dict[str, Usage]
     worker_pids: dict[str, int]
     setup_s: float  # workers ready and partitions registered
-    ingest_wall_s: float  # both ranges, launched together
+    ingest_wall_s: float  # every range, one run per worker at a time
     wall_s: float  # from registering the partitions to the end of the release run
     cpu_s: float  # every process of the split
     peak_rss_mb: float  # the largest single process
@@ -437,30 +445,64 @@ class ExecuteLauncher:
     def start(self) -> None:
         pass
 
-    def run_all(self, specs: Sequence[RunSpec], timeout_s: float) -> list[Usage]:
-        children = [
-            Child(
-                [
-                    python(),
-                    "-m",
-                    "dagster",
-                    "job",
-                    "execute",
-                    *("-m", "bf_assets.definitions", "-a", "defs", "-j", spec.job),
-                    *("-c", str(_run_config(self.work, spec.label, spec.queue))),
-                    *("--tags", json.dumps(spec.tags)),
-                ],
-                self.env,
-                REPO_ROOT,
-                self.work / f"{spec.label}.log",
-            )
-            for spec in specs
-        ]
-        usages = [c.wait(timeout_s) for c in children]
-        for c, u, spec in zip(children, usages, specs, strict=True):
-            if u.exit_code != 0:
-                raise ScaleoutError(f"{spec.label} run failed (exit {u.exit_code}):\n{c.tail()}")
-        return usages
+    def _start(self, spec: RunSpec) -> Child:
+        return Child(
+            [
+                python(),
+                "-m",
+                "dagster",
+                "job",
+                "execute",
+                *("-m", "bf_assets.definitions", "-a", "defs", "-j", spec.job),
+                *("-c", str(_run_config(self.work, spec.label, spec.queue))),
+                *("--tags", json.dumps(spec.tags)),
+            ],
+            self.env,
+            REPO_ROOT,
+            self.work / f"{spec.label}.log",
+        )
+
+    def run_all(
+        self, specs: Sequence[RunSpec], timeout_s: float, in_flight: int | None = None
+    ) -> list[Usage]:
+        """Every run, in order, at most ``in_flight`` at once (default: all at once) and never
+        two of one pinned queue at once (a worker takes one step at a time: a second run
+        would only wait, holding its run worker)."""
+        limit = max(1, in_flight or len(specs))
+        waiting = list(range(len(specs)))
+        running: dict[int, Child] = {}
+        usages: dict[int, Usage] = {}
+        deadline = time.monotonic() + timeout_s
+        try:
+            while waiting or running:
+                busy = {specs[i].queue for i in running} - {SHARED_QUEUE}
+                for i in list(waiting):
+                    if len(running) >= limit:
+                        break
+                    if specs[i].queue in busy:
+                        continue
+                    running[i] = self._start(specs[i])
+                    waiting.remove(i)
+                    if specs[i].queue != SHARED_QUEUE:
+                        busy.add(specs[i].queue)
+                for i, child in list(running.items()):
+                    u = child.poll()
+                    if u is None:
+                        continue
+                    del running[i]
+                    usages[i] = u
+                    if u.exit_code != 0:
+                        raise ScaleoutError(
+                            f"{specs[i].label} run failed (exit {u.exit_code}):\n{child.tail()}"
+                        )
+                if time.monotonic() > deadline:
+                    raise ScaleoutError(f"runs still going after {timeout_s:.0f} s")
+                time.sleep(0.2)
+        finally:
+            for child in running.values():  # a failure or the deadline: stop the rest
+                child.signal(signal.SIGKILL)
+                child.wait()
+        return [usages[i] for i in range(len(specs))]
 
     def stop(self) -> None:
         pass
@@ -520,7 +562,11 @@ class QueueLauncher:
         )
         self.children.append(daemon)
 
-    def run_all(self, specs: Sequence[RunSpec], timeout_s: float) -> list[Usage]:
+    def run_all(
+        self, specs: Sequence[RunSpec], timeout_s: float, in_flight: int | None = None
+    ) -> list[Usage]:
+        """Every run queued at once: the instance's run queue decides how many run together
+        (``in_flight`` is the profile's ``max_concurrent_runs`` here, not this launcher's)."""
         ids = [str(uuid.uuid4()) for _ in specs]
         launches = [
             Child(
@@ -571,15 +617,19 @@ def run_split(
     broker: str,
     *,
     n_ranges: int = 2,
+    max_trials: int | None = None,
     pin: bool = True,
     launch: str = "execute",
     timeout_s: float = 4 * 3600,
 ) -> Split:
-    """(b): the release over ``jobs`` as ``n_ranges`` ingest runs at once on two Celery
-    workers, then the release run, publishing into ``work/out``.  With ``pin``, range ``i``
-    goes to worker ``i``'s own queue (the split is visible and deterministic); otherwise
-    every run uses the shared queue and the broker spreads the steps.  ``launch``:
-    ``execute`` (``ExecuteLauncher``) or ``queue`` (``QueueLauncher``)."""
+    """(b): the release over ``jobs`` as ingest runs of partition ranges on two Celery
+    workers, then the release run, publishing into ``work/out``.  The ranges are at least
+    ``n_ranges``, each of at most ``max_trials`` trials (``bf_assets.defs.ranges``: default
+    ``$BF_INGEST_RUN_TRIALS`` or 2,000; 0: no bound), one run each, one run per worker at a
+    time.  With ``pin``, range ``i`` goes to worker ``i mod 2``'s own queue (the split is
+    visible and deterministic); otherwise every run uses the shared queue and the broker
+    spreads the steps.  ``launch``: ``execute`` (``ExecuteLauncher``) or ``queue``
+    (``QueueLauncher``)."""
     work.mkdir(parents=True, exist_ok=True)
     home = work / "dagster_home"
     home.mkdir(exist_ok=True)
@@ -596,7 +646,8 @@ def run_split(
 
     # The schema is created and the partitions registered before any worker opens the
     # instance; the ranges come from the instance's partition order.
-    plan, reg = _helper("register", ["--ranges", str(n_ranges)], env, work)
+    bound = [] if max_trials is None else ["--max-trials", str(max_trials)]
+    plan, reg = _helper("register", ["--ranges", str(n_ranges), *bound], env, work)
     workers = [start_worker(name, env, work) for name in WORKERS]
     helpers = [reg]
     try:
@@ -612,7 +663,7 @@ def run_split(
             for i, (r, q) in enumerate(zip(plan, queues, strict=True))
         ]
         t0 = time.perf_counter()
-        usages = launcher.run_all(specs, timeout_s)
+        usages = launcher.run_all(specs, timeout_s, in_flight=len(workers))
         ingest_wall_s = time.perf_counter() - t0
         release = RunSpec("release_job", {SESSION_TAG: session}, SHARED_QUEUE, "release")
         [rel] = launcher.run_all([release], timeout_s)
@@ -775,12 +826,12 @@ def exported_rows(out: Path) -> int | None:
 # ------------------------------------------------------------------------------ helpers (children)
 
 
-def _register(result: Path, n_ranges: int) -> None:
+def _register(result: Path, n_ranges: int, max_trials: int | None = None) -> None:
     """Create the instance's storage, register one partition per job directory, and cut the
     instance's partition order into ranges balanced by trials."""
     from bf_assets.defs.ranges import register_ranges
 
-    ranges = register_ranges(n_ranges)
+    ranges = register_ranges(n_ranges, max_trials=max_trials)
     result.write_text(json.dumps(ranges))
 
 
@@ -884,7 +935,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help=f"a generated {QUICK_TRIALS}-trial corpus")
     p.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     p.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    p.add_argument("--ranges", type=int, default=2, help="partition ranges (default 2)")
+    p.add_argument("--ranges", type=int, default=2, help="partition ranges at least (default 2)")
+    p.add_argument(
+        "--max-trials",
+        type=int,
+        default=None,
+        help="trials per range at most (default $BF_INGEST_RUN_TRIALS or 2,000; 0: no bound, "
+        "exactly --ranges ranges)",
+    )
     p.add_argument("--shared-queue", action="store_true", help="no pinning of ranges to workers")
     p.add_argument(
         "--launch",
@@ -924,7 +982,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"    {_fmt(one.usage)}  exported {one.exported}", flush=True)
             reference = Path(one.out)
         if not args.skip_split:
-            print(f"(b) {args.ranges} ranges on two Celery workers ...", flush=True)
+            print("(b) partition ranges on two Celery workers ...", flush=True)
             with (
                 postgres_database(args.pg_host, args.pg_port, args.pg_user) as pg,
                 redis_database(args.redis) as broker,
@@ -935,20 +993,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                     pg,
                     broker,
                     n_ranges=args.ranges,
+                    max_trials=args.max_trials,
                     pin=not args.shared_queue,
                     launch=args.launch,
                 )
             report["split"] = asdict(split)
-            for i, r in enumerate(split.ranges):
+            shown = split.ranges if len(split.ranges) <= 6 else []
+            for i, r in enumerate(shown):
                 print(
                     f"    range {i}: {r.partitions[0]} .. {r.partitions[-1]} "
                     f"({len(r.partitions)} jobs, {r.trials:,} trials, queue {r.queue})  {_fmt(r.usage)}"
+                )
+            if not shown:
+                trials = [r.trials for r in split.ranges]
+                print(
+                    f"    {len(split.ranges)} ranges of {min(trials):,}-{max(trials):,} trials, "
+                    f"one run each, one per worker at a time: run wall "
+                    f"{sum(r.usage.wall_s for r in split.ranges):.1f} s in all, CPU "
+                    f"{sum(r.usage.cpu_s for r in split.ranges):.1f} s, largest run "
+                    f"{max(r.usage.peak_rss_mb for r in split.ranges):.0f} MB"
                 )
             print(f"    release run   {_fmt(split.release)}")
             for name, u in split.workers.items():
                 print(f"    worker {name}  {_fmt(u)} (stopped with SIGTERM)")
             print(
-                f"    split: setup {split.setup_s:.1f} s, ingest (both ranges) "
+                f"    split: setup {split.setup_s:.1f} s, ingest (every range) "
                 f"{split.ingest_wall_s:.1f} s, wall {split.wall_s:.1f} s, CPU (all processes) "
                 f"{split.cpu_s:.1f} s, largest process {split.peak_rss_mb:.0f} MB"
             )
@@ -991,10 +1060,11 @@ def _helper_main(argv: Sequence[str]) -> int:
     p.add_argument("--timeout", type=float, default=4 * 3600)
     p.add_argument("--result", type=Path, required=True)
     p.add_argument("--ranges", type=int, default=2)
+    p.add_argument("--max-trials", type=int, default=None)
     p.add_argument("--session", default="")
     args = p.parse_args(argv)
     if args.cmd == "_register":
-        _register(args.result, args.ranges)
+        _register(args.result, args.ranges, args.max_trials)
     elif args.cmd == "_wait":
         _wait(args.result, args.run_ids, args.timeout)
     else:

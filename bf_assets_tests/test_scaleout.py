@@ -74,6 +74,47 @@ def test_split_ranges_balance_trials() -> None:
     assert split_ranges(order, 3, {"a": 0, "b": 0, "c": 0, "d": 9}) == [["a", "b"], ["c"], ["d"]]
 
 
+def test_split_ranges_bound_the_trials_of_a_range() -> None:
+    """A range's run holds every trial of it: with ``max_weight`` no range passes it (unless
+    one job alone does), however few ranges were asked for, and still at least that many."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        order = [f"jobs/{i:03d}" for i in range(rng.randint(1, 60))]
+        weights = {k: rng.choice([0, 1, 10, 100, 250, 900, 3000]) for k in order}
+        n = rng.randint(1, 5)
+        most = rng.choice([1, 50, 500, 2000])
+        ranges = split_ranges(order, n, weights, most)
+        assert [k for r in ranges for k in r] == order and all(ranges)
+        assert len(ranges) >= min(n, len(order))
+        for r in ranges:
+            assert len(r) == 1 or sum(weights[k] for k in r) <= most, (r, most)
+    # 100,000 trials in jobs of 100, two workers: 50 ranges of 2,000, not two of 50,000
+    jobs = [f"jobs/{i:04d}" for i in range(1000)]
+    ranges = split_ranges(jobs, 2, dict.fromkeys(jobs, 100), 2000)
+    assert [len(r) for r in ranges] == [20] * 50
+    # no bound: exactly the ranges asked for
+    assert len(split_ranges(jobs, 2, dict.fromkeys(jobs, 100))) == 2
+    with pytest.raises(ValueError):
+        split_ranges(jobs, 2, None, 0)
+
+
+def test_ingest_run_trials_is_one_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scale-out's ranges and ``bf-assets release``'s runs read one bound."""
+    from bf_assets.cli import release
+    from bf_assets.defs import ranges
+
+    assert release.ingest_run_trials is ranges.ingest_run_trials
+    monkeypatch.delenv(ranges.INGEST_RUN_TRIALS_ENV, raising=False)
+    assert ranges.ingest_run_trials() == ranges.DEFAULT_INGEST_RUN_TRIALS
+    for raw, want in (("150", 150), ("0", 1), ("many", ranges.DEFAULT_INGEST_RUN_TRIALS)):
+        monkeypatch.setenv(ranges.INGEST_RUN_TRIALS_ENV, raw)
+        assert ranges.ingest_run_trials() == want
+    monkeypatch.setenv(ranges.INGEST_RUN_TRIALS_ENV, "150")
+    assert ranges._bound(None) == 150 and ranges._bound(0) is None and ranges._bound(40) == 40
+
+
 def test_range_run_tags() -> None:
     assert range_run_tags(["a", "b", "c"]) == {RANGE_START: "a", RANGE_END: "c"}
     assert range_run_tags(["a"]) == {PARTITION: "a"}

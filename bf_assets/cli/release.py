@@ -38,6 +38,7 @@ from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
+from bf_assets.defs.ranges import RANGE_END, RANGE_START, ingest_run_trials
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
 from bf_assets.publish.local import check_targets, exclusive_lock
@@ -49,20 +50,7 @@ from bf_assets.review.options import ReviewOptions
 # an error, and is explained by ``bf-assets release`` itself (every event stays in the run log).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PUBLISHED, BLOCKED, ERROR = "published", "blocked", "error"
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 PLANNED_SUBSET_ENV = "DAGSTER_EMIT_PARTITION_SUBSET_IN_PLANNED_EVENTS"
-# Trials per ingest run: a range of job partitions is ingested in runs of at most this many
-# trials, so the reviews and tables one run holds stay bounded however large the corpus.
-INGEST_RUN_TRIALS_ENV = "BF_INGEST_RUN_TRIALS"
-DEFAULT_INGEST_RUN_TRIALS = 2000
-
-
-def ingest_run_trials() -> int:
-    raw = os.environ.get(INGEST_RUN_TRIALS_ENV, "").strip()
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_INGEST_RUN_TRIALS
-    except ValueError:
-        return DEFAULT_INGEST_RUN_TRIALS
 
 
 @dataclass(slots=True)

@@ -6,18 +6,26 @@ batch, and the Parquet IO manager still writes one file per partition.  A big co
 spread over several machines by launching several such runs (a run launcher or
 ``dagster job execute``), each on its own executor (Celery workers, Kubernetes pods).
 
+A range's run holds the reviews and tables of every trial in it, so ranges are cut to at most
+:func:`ingest_run_trials` trials (``BF_INGEST_RUN_TRIALS``, the same bound as the runs of
+``bf-assets release``): a corpus of any size is many bounded runs, queued or spread over the
+workers, never one run per worker that grows with the corpus.
+
 The functions are Dagster-free: the order is the instance's partition order
 (``instance.get_dynamic_partitions``), since a range takes in every partition between its
-ends in that order.  ``python -m bf_assets.defs.ranges [--ranges N]`` (Dagster imported
-there only) registers one partition per job directory of ``$BF_RUN_ROOTS`` in the instance of
-``$DAGSTER_HOME`` and prints one JSON line per range: its partitions, trials and run tags,
-ready for ``dagster job execute|launch --tags`` (see ``deploy/README.md``).
+ends in that order.  ``python -m bf_assets.defs.ranges [--ranges N] [--max-trials M]``
+(Dagster imported there only) registers one partition per job directory of ``$BF_RUN_ROOTS``
+in the instance of ``$DAGSTER_HOME`` and prints one JSON line per range: its partitions,
+trials and run tags, ready for ``dagster job execute|launch --tags`` (see
+``deploy/README.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,24 +33,71 @@ from typing import Any
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
 PARTITION = "dagster/partition"
+# Trials per ingest run: a range of job partitions is ingested in runs of at most this many
+# trials (``bf-assets release`` and the ranges of a scale-out alike), so the reviews and
+# tables one run holds stay bounded however large the corpus.
+INGEST_RUN_TRIALS_ENV = "BF_INGEST_RUN_TRIALS"
+DEFAULT_INGEST_RUN_TRIALS = 2000
+
+
+def ingest_run_trials() -> int:
+    """The most trials one ingest run takes in: ``$BF_INGEST_RUN_TRIALS`` (at least 1), else
+    :data:`DEFAULT_INGEST_RUN_TRIALS`."""
+    raw = os.environ.get(INGEST_RUN_TRIALS_ENV, "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_INGEST_RUN_TRIALS
+    except ValueError:
+        return DEFAULT_INGEST_RUN_TRIALS
 
 
 def split_ranges(
-    order: Sequence[str], n: int, weights: Mapping[str, int] | None = None
+    order: Sequence[str],
+    n: int,
+    weights: Mapping[str, int] | None = None,
+    max_weight: int | None = None,
 ) -> list[list[str]]:
-    """``order`` cut into at most ``n`` consecutive, non-empty ranges of about equal weight
-    (``weights[key]``, e.g. trials per job; 1 per partition when absent).
+    """``order`` cut into consecutive, non-empty ranges of about equal weight (``weights[key]``,
+    e.g. trials per job; 1 per partition when absent): ``n`` of them, or more where
+    ``max_weight`` asks for more, since no range weighs more than ``max_weight`` unless it is
+    a single key heavier than that.
 
     Every key lands in exactly one range, in order; fewer than ``n`` ranges come back when
     there are fewer partitions than ``n``."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    if max_weight is not None and max_weight < 1:
+        raise ValueError(f"max_weight must be at least 1, got {max_weight}")
     keys = list(dict.fromkeys(order))
     if not keys:
         return []
-    n = min(n, len(keys))
     w = [max(0, int(weights.get(k, 1))) if weights is not None else 1 for k in keys]
     total = sum(w)
+    if max_weight is not None:
+        n = max(n, math.ceil(total / max_weight))
+    ranges = _balanced(keys, w, min(n, len(keys)), total)
+    if max_weight is None:
+        return ranges
+    weight = dict(zip(keys, w, strict=True))
+    return [piece for r in ranges for piece in _capped(r, weight, max_weight)]
+
+
+def _capped(keys: list[str], weight: Mapping[str, int], most: int) -> list[list[str]]:
+    """``keys`` (one balanced range) cut greedily where it would pass ``most``: a balanced
+    range can overshoot its share by up to one key's weight."""
+    out: list[list[str]] = []
+    held = 0
+    for k in keys:
+        if out and held + weight[k] <= most:
+            out[-1].append(k)
+            held += weight[k]
+        else:
+            out.append([k])
+            held = weight[k]
+    return out
+
+
+def _balanced(keys: list[str], w: list[int], n: int, total: int) -> list[list[str]]:
+    """``keys`` cut into ``n`` (≤ ``len(keys)``) consecutive ranges of about ``total / n``."""
     ranges: list[list[str]] = []
     current: list[str] = []
     done = 0
@@ -71,10 +126,14 @@ def range_run_tags(block: Sequence[str]) -> dict[str, str]:
     return {RANGE_START: block[0], RANGE_END: block[-1]}
 
 
-def register_ranges(n: int, roots: Sequence[str] | None = None) -> list[dict[str, Any]]:
+def register_ranges(
+    n: int, roots: Sequence[str] | None = None, max_trials: int | None = None
+) -> list[dict[str, Any]]:
     """Register one partition per job directory of ``roots`` (default the ``run_roots``
-    default: ``$BF_RUN_ROOTS``) in the current instance and cut them into ``n`` ranges
-    balanced by trials: ``[{"partitions", "trials", "tags"}]``."""
+    default: ``$BF_RUN_ROOTS``) in the current instance and cut them into ranges balanced by
+    trials, ``n`` or more, each of at most ``max_trials`` trials (default
+    :func:`ingest_run_trials`; ``0``: no bound) unless one job holds more:
+    ``[{"partitions", "trials", "tags"}]``."""
     import dagster as dg
 
     from bf_assets.defs.partitions import job_partitions
@@ -93,20 +152,39 @@ def register_ranges(n: int, roots: Sequence[str] | None = None) -> list[dict[str
     order = [k for k in instance.get_dynamic_partitions(name) if k in weights]
     return [
         {"partitions": b, "trials": sum(weights[k] for k in b), "tags": range_run_tags(b)}
-        for b in split_ranges(order, n, weights)
+        for b in split_ranges(order, n, weights, _bound(max_trials))
     ]
+
+
+def _bound(max_trials: int | None) -> int | None:
+    if max_trials is None:
+        return ingest_run_trials()
+    return max_trials if max_trials > 0 else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m bf_assets.defs.ranges",
-        description="Register the job partitions of $BF_RUN_ROOTS and print N ranges "
-        "(one JSON line each: partitions, trials, run tags).",
+        description="Register the job partitions of $BF_RUN_ROOTS and print their ranges "
+        "(one JSON line each: partitions, trials, run tags), N or more, of bounded trials.",
     )
-    p.add_argument("--ranges", type=int, default=2, help="number of ranges (default 2)")
+    p.add_argument(
+        "--ranges", type=int, default=2, help="ranges at least (default 2: one per worker)"
+    )
+    p.add_argument(
+        "--max-trials",
+        type=int,
+        default=None,
+        help="trials per range at most (default $BF_INGEST_RUN_TRIALS or "
+        f"{DEFAULT_INGEST_RUN_TRIALS:,}; 0: no bound, exactly --ranges ranges)",
+    )
     p.add_argument("--roots", nargs="*", help="run roots (default $BF_RUN_ROOTS)")
     args = p.parse_args(argv)
-    for r in register_ranges(args.ranges, args.roots):
+    if args.ranges < 1:
+        p.error("--ranges must be at least 1")
+    if args.max_trials is not None and args.max_trials < 0:
+        p.error("--max-trials must be 0 or more")
+    for r in register_ranges(args.ranges, args.roots, args.max_trials):
         sys.stdout.write(json.dumps(r) + "\n")
     return 0
 
