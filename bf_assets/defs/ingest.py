@@ -4,9 +4,11 @@
 one multi-asset (op ``ingest_trials``): each trial is read once, for its file inventory and
 its review (``bf_assets.batch.inventory.review_with_inventory``); the graph still shows
 ``raw_trials`` → the other four.  Any subset can be materialized (``raw_trials`` alone reads
-the inventory only).  A run may cover several job partitions (a single-run backfill, or
-``bf-assets release``): the trials of every partition are reviewed in one batch, the Parquet
-IO manager writes one file per partition, and every partition gets its own metadata.
+the inventory only).  A run may cover several job partitions (a backfill's runs of up to
+``BF_BACKFILL_PARTITIONS_PER_RUN`` partitions, the runs of ``bf-assets release`` and of a
+scale-out's ranges of up to ``BF_INGEST_RUN_TRIALS`` trials): the trials of every partition
+are reviewed in one batch, the Parquet IO manager writes one file per partition, and every
+partition gets its own metadata.
 
 The bodies only call the core (``bf_assets.ingest.discovery``, ``bf_assets.review.tables``,
 ``bf_assets.review``) and turn its results into materialization metadata.
@@ -25,6 +27,7 @@ from bf_assets.contract import Outcome, Severity, Verdict
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
+from bf_assets.defs.ranges import backfill_partitions_per_run
 from bf_assets.defs.resources import RunRoots
 from bf_assets.ingest.discovery import group_jobs
 from bf_assets.ingest.pinned import trials_of_jobs
@@ -219,7 +222,9 @@ def _outs() -> dict[str, dg.AssetOut]:
         **{name: {dg.AssetKey(RAW)} for name in REVIEWED},
     },
     can_subset=True,
-    backfill_policy=dg.BackfillPolicy.single_run(),
+    # a backfill over many job partitions is several bounded runs (one per range of
+    # ``BF_BACKFILL_PARTITIONS_PER_RUN`` partitions), as ``bf-assets release`` ingests
+    backfill_policy=dg.BackfillPolicy.multi_run(backfill_partitions_per_run()),
 )
 def ingest_trials(
     context: dg.AssetExecutionContext, run_roots: RunRoots

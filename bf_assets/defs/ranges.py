@@ -50,6 +50,24 @@ def ingest_run_trials() -> int:
         return DEFAULT_INGEST_RUN_TRIALS
 
 
+# Job partitions per run of a backfill ("Materialize all" in the UI, a backfill of the
+# ingest assets): one run per this many partitions, not one run over every partition (which
+# would hold every trial of the corpus).  Partitions are job directories, not trials: with
+# the generator's 100-trial jobs, 20 partitions are the 2,000 trials of one release run.
+BACKFILL_PARTITIONS_ENV = "BF_BACKFILL_PARTITIONS_PER_RUN"
+DEFAULT_BACKFILL_PARTITIONS = 20
+
+
+def backfill_partitions_per_run() -> int:
+    """The job partitions one backfill run of the ingest assets takes in:
+    ``$BF_BACKFILL_PARTITIONS_PER_RUN`` (at least 1), else :data:`DEFAULT_BACKFILL_PARTITIONS`."""
+    raw = os.environ.get(BACKFILL_PARTITIONS_ENV, "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_BACKFILL_PARTITIONS
+    except ValueError:
+        return DEFAULT_BACKFILL_PARTITIONS
+
+
 def split_ranges(
     order: Sequence[str],
     n: int,
