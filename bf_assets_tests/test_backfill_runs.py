@@ -2,9 +2,9 @@
 several runs of at most ``BF_BACKFILL_PARTITIONS_PER_RUN`` partitions each, not one run
 holding every trial of the corpus.
 
-Dagster's own backfill iteration plans the runs from the definitions as a code server loads
-them; the shipped instance queues them (no run starts here), and the runs' partition tags say
-what each would ingest.
+Dagster's own backfill iteration plans the runs from the definitions (loaded in this process,
+as a code server loads them); the shipped instance queues them (no run starts here), and the
+runs' partition tags say what each would ingest.
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster._core.execution.backfill import PartitionBackfill
+from dagster._core.remote_origin import InProcessCodeLocationOrigin
 from dagster._core.test_utils import create_test_daemon_workspace_context
-from dagster._core.workspace.load_target import ModuleTarget
+from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
+from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 from dagster._daemon.backfill import execute_backfill_iteration
 
 from bf_assets.defs.ingest import REVIEWED
@@ -32,7 +34,6 @@ from bf_assets.defs.ranges import (
 from bf_assets_tests.test_ui_instance import shipped_instance
 
 REPO = Path(__file__).resolve().parents[1]
-KEYS = [f"jobs/2026-07-01__0{i}-00-00" for i in range(5)]
 
 
 def test_the_partitions_per_run_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,18 +47,28 @@ def test_the_partitions_per_run_come_from_the_environment(monkeypatch: pytest.Mo
 def test_a_backfill_of_many_job_partitions_is_several_bounded_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(BACKFILL_PARTITIONS_ENV, "2")  # the code server inherits it
     monkeypatch.setenv("BF_PROJECT_DIR", str(tmp_path))
     instance = shipped_instance(tmp_path / "home")
+    origin = InProcessCodeLocationOrigin(
+        LoadableTargetOrigin(
+            module_name="bf_assets.definitions", attribute="defs", working_directory=str(REPO)
+        ),
+        location_name="bf-assets",
+    )
     try:
-        instance.add_dynamic_partitions("trial_jobs", KEYS)
-        target = ModuleTarget("bf_assets.definitions", "defs", str(REPO), "bf-assets")
-        with create_test_daemon_workspace_context(target, instance) as context:
+        with create_test_daemon_workspace_context(
+            InProcessWorkspaceLoadTarget(origin), instance
+        ) as context:
             graph = context.create_request_context().asset_graph
+            # the policy of the definitions as loaded (the setting read at their import)
+            per_run = graph.get(dg.AssetKey("raw_trials")).backfill_policy.max_partitions_per_run
+            assert per_run == backfill_partitions_per_run()
+            keys = [f"jobs/job-{i:03d}" for i in range(2 * per_run + 3)]
+            instance.add_dynamic_partitions("trial_jobs", keys)
             backfill = PartitionBackfill.from_asset_partitions(
                 backfill_id="bounded",
                 asset_graph=graph,
-                partition_names=KEYS,
+                partition_names=keys,
                 asset_selection=[dg.AssetKey("raw_trials"), *map(dg.AssetKey, REVIEWED)],
                 backfill_timestamp=time.time(),
                 tags={},
@@ -78,8 +89,9 @@ def test_a_backfill_of_many_job_partitions_is_several_bounded_runs(
             )
             for r in runs
         )
-        # five job partitions, two a run: three runs, together every partition once
-        assert covered == [(KEYS[0], KEYS[1]), (KEYS[2], KEYS[3]), (KEYS[4], KEYS[4])]
+        # 2k + 3 job partitions, k a run: three runs, together every partition once
+        want = [(keys[0], keys[per_run - 1]), (keys[per_run], keys[2 * per_run - 1])]
+        assert covered == [*want, (keys[2 * per_run], keys[-1])]
         assert {r.tags.get("dagster/backfill") for r in runs} == {"bounded"}
     finally:
         instance.dispose()
