@@ -38,7 +38,7 @@ from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
-from bf_assets.defs.ranges import RANGE_END, RANGE_START, ingest_run_trials
+from bf_assets.defs.ranges import RANGE_END, RANGE_START, capped, ingest_run_trials
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
 from bf_assets.publish.local import check_targets, exclusive_lock
@@ -155,20 +155,17 @@ def partition_blocks(
     ``sizes`` (trials per partition) a block holds at most ``max_trials`` trials (a larger
     partition is a block of its own), so one ingest run's memory is bounded."""
     position = {k: i for i, k in enumerate(order)}
-    blocks: list[list[str]] = []
+    runs: list[list[str]] = []  # the keys in runs of consecutive partitions
     last = -2
-    held = 0
     for k in sorted(set(keys), key=lambda k: position[k]):
-        n = sizes.get(k, 0) if sizes else 0
-        full = max_trials is not None and blocks and held + n > max_trials
-        if position[k] == last + 1 and blocks and not full:
-            blocks[-1].append(k)
-            held += n
+        if position[k] == last + 1:
+            runs[-1].append(k)
         else:
-            blocks.append([k])
-            held = n
+            runs.append([k])
         last = position[k]
-    return blocks
+    if max_trials is None:
+        return runs
+    return [block for run in runs for block in capped(run, sizes or {}, max_trials)]
 
 
 def range_tags(block: Sequence[str]) -> dict[str, str]:

@@ -40,14 +40,19 @@ INGEST_RUN_TRIALS_ENV = "BF_INGEST_RUN_TRIALS"
 DEFAULT_INGEST_RUN_TRIALS = 2000
 
 
+def _count_setting(name: str, default: int) -> int:
+    """``$name`` as a count of at least 1; ``default`` when unset or not an integer."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return max(1, int(raw)) if raw else default
+    except ValueError:
+        return default
+
+
 def ingest_run_trials() -> int:
     """The most trials one ingest run takes in: ``$BF_INGEST_RUN_TRIALS`` (at least 1), else
     :data:`DEFAULT_INGEST_RUN_TRIALS`."""
-    raw = os.environ.get(INGEST_RUN_TRIALS_ENV, "").strip()
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_INGEST_RUN_TRIALS
-    except ValueError:
-        return DEFAULT_INGEST_RUN_TRIALS
+    return _count_setting(INGEST_RUN_TRIALS_ENV, DEFAULT_INGEST_RUN_TRIALS)
 
 
 # Job partitions per run of a backfill ("Materialize all" in the UI, a backfill of the
@@ -61,11 +66,7 @@ DEFAULT_BACKFILL_PARTITIONS = 20
 def backfill_partitions_per_run() -> int:
     """The job partitions one backfill run of the ingest assets takes in:
     ``$BF_BACKFILL_PARTITIONS_PER_RUN`` (at least 1), else :data:`DEFAULT_BACKFILL_PARTITIONS`."""
-    raw = os.environ.get(BACKFILL_PARTITIONS_ENV, "").strip()
-    try:
-        return max(1, int(raw)) if raw else DEFAULT_BACKFILL_PARTITIONS
-    except ValueError:
-        return DEFAULT_BACKFILL_PARTITIONS
+    return _count_setting(BACKFILL_PARTITIONS_ENV, DEFAULT_BACKFILL_PARTITIONS)
 
 
 def split_ranges(
@@ -96,21 +97,24 @@ def split_ranges(
     if max_weight is None:
         return ranges
     weight = dict(zip(keys, w, strict=True))
-    return [piece for r in ranges for piece in _capped(r, weight, max_weight)]
+    return [piece for r in ranges for piece in capped(r, weight, max_weight)]
 
 
-def _capped(keys: list[str], weight: Mapping[str, int], most: int) -> list[list[str]]:
-    """``keys`` (one balanced range) cut greedily where it would pass ``most``: a balanced
-    range can overshoot its share by up to one key's weight."""
+def capped(keys: Sequence[str], weight: Mapping[str, int], most: int) -> list[list[str]]:
+    """Consecutive ``keys`` cut greedily so no piece passes ``most`` (a key heavier than that
+    is a piece of its own); a key missing from ``weight`` weighs nothing.  Cuts a balanced
+    range (which can overshoot its share by up to one key's weight) and the blocks of
+    ``bf-assets release``'s ingest runs."""
     out: list[list[str]] = []
     held = 0
     for k in keys:
-        if out and held + weight[k] <= most:
+        n = weight.get(k, 0)
+        if out and held + n <= most:
             out[-1].append(k)
-            held += weight[k]
+            held += n
         else:
             out.append([k])
-            held = weight[k]
+            held = n
     return out
 
 
