@@ -77,6 +77,27 @@ def test_readable_table_without_json(healthy: Trial, capsys: pytest.CaptureFixtu
     assert "OUTCOME" in out and "release verdict: publishable" in out
 
 
+def test_a_root_without_trials_says_so(
+    healthy: Trial, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wrong folder (no trial under it) is named as such, in the JSON and the table,
+    not only as an empty export; a root that does hold trials gets no such reason."""
+    empty = tmp_path / "empty" / "jobs"
+    (empty / "some-job").mkdir(parents=True)
+    code, out, _ = _run(["review", str(empty), "--json"], capsys)
+    summary = json.loads(out)["summary"]
+    assert code == 1 and summary["trials"] == 0
+    [reason] = summary["release_reasons"]
+    assert reason.startswith("nothing to export (0 export rows: no trials were found")
+    code, out, _ = _run(["review", str(empty)], capsys)
+    assert "why:             nothing to export (0 export rows: no trials were found" in out
+    healthy.drop("trajectory/llm_trajectory.jsonl")  # rejected: nothing left to export
+    code, out, _ = _run(["review", str(healthy.root), "--json"], capsys)
+    reasons = json.loads(out)["summary"]["release_reasons"]
+    assert any(r.startswith("nothing to export (0 export rows)") for r in reasons), reasons
+    assert not any("no trials were found" in r for r in reasons)
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -82,6 +82,15 @@ def test_nothing_to_export_is_not_publishable() -> None:
     a, _, _, export = _run(rs, _plan())
     assert export == []
     assert a.verdict == "not_publishable" and "nothing_to_export" in a.counts()
+    [reason] = [r for r in a.reasons if r.kind == "nothing_to_export"]
+    assert reason.subject == "0 export rows"  # trials there were: no hint of a wrong folder
+
+
+def test_no_trials_at_all_names_the_run_roots() -> None:
+    a, _, _, export = _run([], _plan(required=False))
+    [reason] = [r for r in a.reasons if r.kind == "nothing_to_export"]
+    assert a.verdict == "not_publishable" and export == []
+    assert reason.subject.startswith("0 export rows: no trials were found under the run roots")
 
 
 def test_superseded_quarantined_rejected_incomplete_give_with_quarantines() -> None:

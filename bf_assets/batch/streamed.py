@@ -38,7 +38,7 @@ from bf_assets.dataset.decide import EXPORTED, PROBE_REASONS
 from bf_assets.dataset.decide import _reason as _decide  # the rule of decide_exports, per trial
 from bf_assets.dataset.plan import load_plan
 from bf_assets.dataset.quarantine import apply_quarantine, effective_verdict, load_quarantine
-from bf_assets.dataset.release import ReleaseReason
+from bf_assets.dataset.release import ReleaseReason, nothing_to_export
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -206,7 +206,7 @@ class StreamedDataset:
                 ReleaseReason(NOT, "below_floor", f"coverage {shown} < floor {cov.min_coverage}")
             )
         if self.exported <= 0:
-            blocking.append(ReleaseReason(NOT, "nothing_to_export", f"{self.exported} export rows"))
+            blocking.append(nothing_to_export(self.exported, len(self.trials)))
         if blocking:
             return NOT, reason_lines(blocking)
         optional = [

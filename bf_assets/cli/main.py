@@ -166,6 +166,8 @@ def _table(report: ReviewReport, out: BinaryIO) -> None:
     for path, reason in report.skipped:
         _line(out, f"not a trial: {path} ({reason})")
     _line(out, f"release verdict: {s['release_verdict']}")
+    for reason in s.get("release_reasons") or ():
+        _line(out, f"why:             {reason}")
 
 
 def _rows(report: ReviewReport) -> Iterator[tuple[str, str, str, str, str]]:

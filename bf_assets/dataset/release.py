@@ -109,6 +109,18 @@ class ReleaseAssessment:
         return dict(sorted(Counter(r.kind for r in self.reasons).items()))
 
 
+def nothing_to_export(n_export: int, n_trials: int) -> ReleaseReason:
+    """``nothing_to_export``; with no trial at all, the subject says so (a run root holding no
+    trials is most often the wrong folder, not an empty experiment)."""
+    subject = f"{n_export} export rows"
+    if n_trials <= 0:
+        subject += (
+            ": no trials were found under the run roots; a trial is a folder holding "
+            "result.json, config.json or run_config.json"
+        )
+    return ReleaseReason(NOT, "nothing_to_export", subject)
+
+
 def assess_release(
     decision: ExportDecision,
     coverage: Coverage,
@@ -130,7 +142,7 @@ def assess_release(
         )
     n_export = len(decision.exported)
     if n_export <= 0:
-        reasons.append(ReleaseReason(NOT, "nothing_to_export", f"{n_export} export rows"))
+        reasons.append(nothing_to_export(n_export, len(decision.decisions)))
     tail = [
         ReleaseReason(WITH_Q, f"optional_slot_{row.state}", row.label())
         for row in coverage.planned_rows()
