@@ -133,6 +133,8 @@ _PART_TYPES = {
     "reasoning.summary": REASONING_FIELD,
     "reasoning.encrypted": ENCRYPTED,
 }
+# the ``type`` values of a reasoning part (what a page's raw fragment is searched for)
+REASONING_PART_TYPES = frozenset(_PART_TYPES)
 # the keys that make a typed part a reasoning part (``{"type": "reasoning", ...}`` alone
 # could be a task's own data)
 _PART_EVIDENCE = {

@@ -149,7 +149,8 @@ def build_window(files: TrialFiles, f: Finding, anchor: str, scrub: Scrub) -> Wi
 
 def _doc_lines(files: TrialFiles, rel: str, upto: int, scrub: Scrub) -> list[tuple[str, int]]:
     """Lines 1..``upto`` of a pretty-printed document, cleaned as fragments; the lines inside
-    a banned key's object or list are left out (the depth is followed from line 1)."""
+    a banned key's object or list, or inside a reasoning part, are left out (the depth is
+    followed from line 1)."""
     out: list[tuple[str, int]] = []
     skipping = 0
     for n in range(1, upto + 1):
@@ -163,10 +164,7 @@ def _doc_lines(files: TrialFiles, rel: str, upto: int, scrub: Scrub) -> list[tup
             skipping += bracket_depth(text)
             out.append((f"  … {REMOVED}" if skipping > 0 else "", 0))
             continue
-        cleaned, opened = scrub.fragment(text)
-        if opened:
-            key_at = text.find(":")
-            skipping = bracket_depth(text[key_at + 1 :]) if key_at >= 0 else 1
+        cleaned, skipping = scrub.fragment(text)
         out.append(_clip(cleaned, LINE_SHOW, omitted))
     return out
 

@@ -6,7 +6,12 @@ file lines that cannot be parsed on their own (a line of a pretty-printed ``resu
 the clipped head of a 100 MB JSONL line): before ``clean_value`` cleans such a fragment as
 text, :func:`mask_keys` applies the key rules to it (the value of a banned, host-path or
 secret-named key is replaced, and a fragment is cut where a banned key opens an object or
-list whose end it does not hold).
+list whose end it does not hold) and removes private reasoning parts: an object whose
+``type`` names a reasoning part (``thinking``, ``reasoning``, ``summary_text``…) or that says
+``"thought": true`` is removed from its opening brace (or the fragment's start, when it
+opened before) to its closing one (or the fragment's end).  A fragment cannot show the
+evidence keys the export's rule also asks of a ``reasoning`` part, so a page removes more
+than the export would, never less.
 """
 
 from __future__ import annotations
@@ -16,13 +21,25 @@ import sys
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from bf_assets.curate.clean import BANNED_KEYS, HOST_PATH_KEYS, HOST_PATH_PLACEHOLDER, CleanStats
+from bf_assets.curate.clean import (
+    BANNED_KEYS,
+    HOST_PATH_KEYS,
+    HOST_PATH_PLACEHOLDER,
+    REASONING_PART_TYPES,
+    CleanStats,
+)
 from bf_assets.pages.cleaner import PageCleaner
 from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
 _KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
+# a key-value pair that makes its object a reasoning part, wherever it is in a fragment
+_REASONING_MARK = re.compile(
+    r'"type"\s*:\s*"(?:'
+    + "|".join(re.escape(t) for t in sorted(REASONING_PART_TYPES, key=len, reverse=True))
+    + r')"|"thought"\s*:\s*true\b'
+)
 
 
 def _string_end(text: str, start: int) -> int:
@@ -30,9 +47,16 @@ def _string_end(text: str, start: int) -> int:
     return m.end() if m else len(text)
 
 
-def mask_keys(text: str) -> tuple[str, bool]:
-    """``text`` with the key rules applied; the flag says a banned key opened an object or
-    list here, so the fragment was cut and the lines that follow belong to that value."""
+def mask_keys(text: str) -> tuple[str, int]:
+    """``text`` with the key rules applied and reasoning parts removed, and how many
+    brackets the removed value left open (0: none): the fragment was cut there, and the
+    lines that follow belong to that value until as many close."""
+    text, left_open = _drop_reasoning(text)
+    masked, opened = _mask_pairs(text)
+    return masked, max(left_open, opened)
+
+
+def _mask_pairs(text: str) -> tuple[str, int]:
     out: list[str] = []
     pos = 0
     for m in _KEY.finditer(text):
@@ -47,7 +71,7 @@ def mask_keys(text: str) -> tuple[str, bool]:
             if first in "{[":
                 out.append(text[pos:v])
                 out.append(f'"{REMOVED}"')
-                return "".join(out), True
+                return "".join(out), max(1, bracket_depth(text[v:]))
             if first == '"':
                 replacement = f'"{REMOVED}"'
         elif first == '"':
@@ -64,7 +88,84 @@ def mask_keys(text: str) -> tuple[str, bool]:
         out.append(replacement)
         pos = end
     out.append(text[pos:])
-    return "".join(out), False
+    return "".join(out), 0
+
+
+def _drop_reasoning(text: str) -> tuple[str, int]:
+    """``text`` without the objects :data:`_REASONING_MARK` says are reasoning parts, and
+    how many brackets the last removal left open (it ran to the end of ``text``)."""
+    if _REASONING_MARK.search(text) is None:  # nearly every fragment
+        return text, 0
+    out: list[str] = []
+    pos = 0
+    left_open = 0
+    while pos < len(text):
+        m = _REASONING_MARK.search(text, pos)
+        if m is None:
+            break
+        opens = _open_brackets(text, pos, m.start())
+        start = opens[-1] if opens and text[opens[-1]] == "{" else None
+        if start is None and opens:
+            start = opens[-1] + 1  # the mark is an item of a list (not JSON): from it on
+        begin = pos if start is None else start
+        end, depth = _close_of(text, m.end())
+        out.append(text[pos:begin])
+        out.append(f'"{REMOVED}"')
+        if end is None:
+            left_open = depth
+            pos = len(text)
+            break
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), left_open
+
+
+def _open_brackets(text: str, start: int, stop: int) -> list[int]:
+    """Positions of the brackets opened in ``text[start:stop]`` and not closed there
+    (outside JSON strings), innermost last."""
+    stack: list[int] = []
+    in_str = esc = False
+    for i in range(start, stop):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append(i)
+        elif ch in "}]" and stack:
+            stack.pop()
+    return stack
+
+
+def _close_of(text: str, start: int) -> tuple[int | None, int]:
+    """Where the object ``start`` is inside of ends (just past its closing brace), or
+    ``None`` and how many brackets are still open at the end of ``text``."""
+    depth = 1
+    in_str = esc = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1, 0
+    return None, depth
 
 
 def bracket_depth(text: str) -> int:
@@ -140,9 +241,10 @@ class Scrub:
             return self._cleaner.text(text)
         return self._cleaner.value(text)
 
-    def fragment(self, text: str) -> tuple[str, bool]:
-        """A raw line (or a clipped piece of one) cleaned as text after the key rules."""
+    def fragment(self, text: str) -> tuple[str, int]:
+        """A raw line (or a clipped piece of one) cleaned as text after the key rules, and
+        the brackets a removed value left open (:func:`mask_keys`)."""
         if not self.clean:
-            return text, False
+            return text, 0
         masked, opened = mask_keys(text)
         return self.text(masked), opened

@@ -1,0 +1,98 @@
+"""Raw fragments on a trial page (the clipped head of a huge JSONL line, a line of a
+pretty-printed document) never show private reasoning: the part is removed as the export
+removes it from a parsed value, whatever its place in the fragment."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bf_assets.findings import finding
+from bf_assets.pages.evidence import build_window
+from bf_assets.pages.lines import TrialFiles
+from bf_assets.pages.scrub import REMOVED, Scrub, mask_keys
+
+SECRET_THOUGHT = "PRIVATE-chain-of-thought-7f3a"
+
+
+@pytest.mark.parametrize(
+    "fragment, kept",
+    [
+        (  # Anthropic thinking block in a request's history, the line clipped after it
+            '{"request": {"body": {"messages": [{"role": "assistant", "content": [{"type": '
+            f'"thinking", "thinking": "{SECRET_THOUGHT}", "signature": "c2ln"}}, '
+            '{"type": "text", "text": "the visible answer',
+            "the visible answer",
+        ),
+        (  # OpenAI Responses reasoning item with its summary
+            '{"response": {"body": {"output": [{"id": "rs_01", "type": "reasoning", "summary": '
+            f'[{{"type": "summary_text", "text": "{SECRET_THOUGHT}"}}]}}, {{"type": "message", '
+            '"content": "done"}]}}',
+            '"content": "done"',
+        ),
+        (  # Gemini: the thought's text comes before the flag that makes it one
+            '{"contents": [{"role": "model", "parts": [{"text": '
+            f'"{SECRET_THOUGHT}", "thought": true}}, {{"text": "a plain part"}}]}}]}}',
+            "a plain part",
+        ),
+        (  # OpenRouter-style reasoning detail inside a list, the line clipped after it
+            '{"choices": [{"message": {"content": "ok", "reasoning_details": [{"type": '
+            f'"reasoning.text", "text": "{SECRET_THOUGHT}"}}], "refusal": nu',
+            '"content": "ok"',
+        ),
+    ],
+)
+def test_a_reasoning_part_is_removed_from_a_fragment(fragment: str, kept: str) -> None:
+    masked, _ = mask_keys(fragment)
+    assert SECRET_THOUGHT not in masked and f'"{REMOVED}"' in masked
+    shown, _ = Scrub().fragment(fragment)
+    assert SECRET_THOUGHT not in shown and kept in shown
+
+
+def test_a_part_the_fragment_ends_inside_is_cut_there() -> None:
+    head = '{"content": [{"type": "text", "text": "before"}, {"type": "thinking", "thinking": "'
+    shown, left_open = mask_keys(head + SECRET_THOUGHT)
+    assert SECRET_THOUGHT not in shown and '"before"' in shown
+    assert shown.endswith(f'"{REMOVED}"')
+    assert left_open == 1  # still inside the part: the next lines of a document are its own
+
+
+def test_words_inside_a_string_and_other_types_are_left_alone() -> None:
+    quoted = json.dumps({"note": 'a task may say "type": "thinking" in its text', "k": 1})
+    assert mask_keys(quoted) == (quoted, 0)
+    tool = '{"type": "tool_use", "name": "bash", "input": {"command": "ls"}}'
+    assert mask_keys(tool) == (tool, 0)
+
+
+def test_a_pretty_printed_reasoning_part_is_hidden_line_by_line(tmp_path: Path) -> None:
+    """A document's lines are shown one by one: the part's lines after its ``type`` line
+    are left out until its closing brace, and the lines after it are shown again."""
+    trial = tmp_path / "jobs" / "job-1" / "trial-1"
+    trial.mkdir(parents=True)
+    doc = {
+        "agent_result": {
+            "content": [
+                {"type": "thinking", "thinking": SECRET_THOUGHT, "signature": "c2ln"},
+                {"type": "text", "text": "the visible answer"},
+            ]
+        },
+        "reward": 1.0,
+    }
+    (trial / "result.json").write_text(json.dumps(doc, indent=2))
+    lines = (trial / "result.json").read_text().splitlines()
+    cited = next(i for i, ln in enumerate(lines, 1) if SECRET_THOUGHT in ln)
+    files = TrialFiles(str(trial), str(tmp_path))
+    f = finding("GATE_REWARD_MISSING", "cited line", file="result.json", line=cited)
+    files.want("result.json", range(1, len(lines) + 1))
+    w = build_window(files, f, "ev1", Scrub())
+    shown = {line.number: line.text.strip() for line in w.lines}
+    assert SECRET_THOUGHT not in "\n".join(shown.values())
+    start = cited - 1  # the part's "type" line: removed, and each line after it to its end
+    assert shown[start] == f'"{REMOVED}"'
+    assert shown[cited] == shown[cited + 1] == f"… {REMOVED}"  # its thinking and signature
+    assert shown[cited + 3] == "{"  # the next part is shown again
+
+
+def test_raw_pages_show_the_fragment_as_written() -> None:
+    raw = f'{{"type": "thinking", "thinking": "{SECRET_THOUGHT}"}}'
+    assert Scrub(clean=False).fragment(raw) == (raw, 0)
