@@ -96,3 +96,48 @@ def test_a_pretty_printed_reasoning_part_is_hidden_line_by_line(tmp_path: Path) 
 def test_raw_pages_show_the_fragment_as_written() -> None:
     raw = f'{{"type": "thinking", "thinking": "{SECRET_THOUGHT}"}}'
     assert Scrub(clean=False).fragment(raw) == (raw, 0)
+
+
+def test_a_window_deep_inside_a_long_reasoning_part_shows_none_of_it(tmp_path: Path) -> None:
+    """A cited line too long to parse is shown as its head and the bytes around the
+    evidence; when the evidence lies deep inside a thinking block (its ``type`` far before
+    that window), the window shows none of the block, and what follows the block is kept."""
+    trial = tmp_path / "jobs" / "job-1" / "trial-1"
+    (trial / "trajectory").mkdir(parents=True)
+    needle = "needle-phrase-0123456789"
+    thought = f"{SECRET_THOUGHT} " * 3000 + needle + f" {SECRET_THOUGHT}" * 6000
+    line = {
+        "request": {
+            "body": {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "thinking", "thinking": thought, "signature": "c2ln"},
+                            {"type": "text", "text": "the visible answer"},
+                        ],
+                    }
+                ]
+            }
+        }
+    }
+    rel = "trajectory/llm_trajectory.jsonl"
+    (trial / rel).write_text(json.dumps(line) + "\n" + json.dumps({"n": 2}) + "\n")
+    assert (trial / rel).stat().st_size > 256 * 1024  # past what a page parses as a value
+    files = TrialFiles(str(trial), str(tmp_path))
+    f = finding("NOSKILL_LEAK", "cited", file=rel, line=1, evidence=needle)
+    files.want(rel, [1, 2])
+    w = build_window(files, f, "ev1", Scrub())
+    [cited] = [ln for ln in w.lines if ln.cited]
+    assert SECRET_THOUGHT not in cited.text and needle not in cited.text
+    assert REMOVED in cited.text
+    raw = build_window(files, f, "ev1", Scrub(clean=False))
+    [cited_raw] = [ln for ln in raw.lines if ln.cited]
+    assert needle in cited_raw.text  # the window is the one around the evidence
+
+
+def test_brackets_and_escaped_quotes_inside_the_part_s_strings_do_not_end_it() -> None:
+    part = {"type": "thinking", "thinking": f'{SECRET_THOUGHT} "}}]" \\ {{', "signature": "x"}
+    text = json.dumps([part, {"type": "text", "text": "after"}])
+    masked, left_open = mask_keys(text)
+    assert masked == f'["{REMOVED}", {{"type": "text", "text": "after"}}]' and left_open == 0

@@ -22,13 +22,20 @@ import orjson
 
 from bf_assets.findings import Finding
 from bf_assets.pages.lines import TrialFiles, decode, safe_rel
-from bf_assets.pages.scrub import REMOVED, Scrub, bracket_depth
+from bf_assets.pages.scrub import (
+    REMOVED,
+    Scrub,
+    after_open_part,
+    bracket_depth,
+    open_reasoning_at_end,
+)
 
 CONTEXT = 3
 HEAD_LINES = 6
 LINE_SHOW = 600  # bytes shown of a context line
 CITED_SHOW = 4000  # of a cited line
 AROUND_MATCH = 1200  # of a long cited line: bytes around the evidence
+LOOKBACK = 1024 * 1024  # bytes before that window searched for a reasoning part it is in
 PARSE_SHOW = 256 * 1024  # a complete line up to this size is parsed and cleaned as a value
 DOC_LINE = 64 * 1024
 MAX_WINDOWS = 60
@@ -223,6 +230,21 @@ def _excerpt(text: str, f: Finding, limit: int) -> tuple[str, int]:
     return _clip(text, limit, 0)
 
 
+def _outside_reasoning(
+    files: TrialFiles, rel: str, n: int, lo: int, window: bytes, scrub: Scrub
+) -> str:
+    """``window`` (the text of line ``n`` from byte ``lo``) without the rest of a reasoning
+    part it starts inside: the part's ``type`` is looked for in the ``LOOKBACK`` bytes before
+    it (a page removes the part from its brace; a window opened past the brace would
+    otherwise show its middle)."""
+    text = decode(window)
+    if not scrub.clean:
+        return text
+    back = files.read_at(rel, n, max(0, lo - LOOKBACK), min(lo, LOOKBACK))
+    part = open_reasoning_at_end(decode(back))
+    return text if part is None else after_open_part(text, part)
+
+
 def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) -> tuple[str, int]:
     """A cited line too long to parse: its head and the bytes around the evidence."""
     span = files.scan(rel).span(n)
@@ -237,7 +259,7 @@ def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) ->
         if at > len(head):
             lo = max(len(head), at - AROUND_MATCH // 2)
             mid = files.read_at(rel, n, lo, AROUND_MATCH)
-            pieces.append(scrub.fragment(decode(mid))[0])
+            pieces.append(scrub.fragment(_outside_reasoning(files, rel, n, lo, mid, scrub))[0])
             shown += len(mid)
         break
     return " … ".join(pieces) + " …", max(0, total - shown)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, NamedTuple
 
 from bf_assets.curate.clean import (
     BANNED_KEYS,
@@ -34,6 +34,8 @@ from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 REMOVED = "[removed]"
 _KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
+# what a bracket scan looks at: JSON string delimiters, escapes and brackets
+_TOKEN = re.compile(r'[\\"{}\[\]]')
 # a key-value pair that makes its object a reasoning part, wherever it is in a fragment
 _REASONING_MARK = re.compile(
     r'"type"\s*:\s*"(?:'
@@ -51,9 +53,32 @@ def mask_keys(text: str) -> tuple[str, int]:
     """``text`` with the key rules applied and reasoning parts removed, and how many
     brackets the removed value left open (0: none): the fragment was cut there, and the
     lines that follow belong to that value until as many close."""
-    text, left_open = _drop_reasoning(text)
+    text, still_open = _drop_reasoning(text)
     masked, opened = _mask_pairs(text)
-    return masked, max(left_open, opened)
+    return masked, max(still_open.depth if still_open else 0, opened)
+
+
+class OpenPart(NamedTuple):
+    """Where a text ends inside a reasoning part: the brackets still open, and whether it
+    ends inside a JSON string (just after a backslash)."""
+
+    depth: int
+    in_str: bool
+    esc: bool
+
+
+def open_reasoning_at_end(text: str) -> OpenPart | None:
+    """Whether ``text`` (bytes before a window into a long line) ends inside a reasoning part
+    (its ``type`` mark is in ``text``), and how: :func:`after_open_part` removes the part's
+    rest from the window."""
+    return _drop_reasoning(text)[1]
+
+
+def after_open_part(text: str, part: OpenPart) -> str:
+    """``text`` (a window that starts inside the reasoning part ``part`` describes) without
+    the part's rest: a removal marker, then what follows the part's closing brace."""
+    end, _ = _close_of(text, 0, part)
+    return f'"{REMOVED}"' + ("" if end is None else text[end:])
 
 
 def _mask_pairs(text: str) -> tuple[str, int]:
@@ -91,14 +116,14 @@ def _mask_pairs(text: str) -> tuple[str, int]:
     return "".join(out), 0
 
 
-def _drop_reasoning(text: str) -> tuple[str, int]:
+def _drop_reasoning(text: str) -> tuple[str, OpenPart | None]:
     """``text`` without the objects :data:`_REASONING_MARK` says are reasoning parts, and
-    how many brackets the last removal left open (it ran to the end of ``text``)."""
+    where the last removal stopped when it ran to the end of ``text`` (else None)."""
     if _REASONING_MARK.search(text) is None:  # nearly every fragment
-        return text, 0
+        return text, None
     out: list[str] = []
     pos = 0
-    left_open = 0
+    still_open: OpenPart | None = None
     while pos < len(text):
         m = _REASONING_MARK.search(text, pos)
         if m is None:
@@ -108,30 +133,31 @@ def _drop_reasoning(text: str) -> tuple[str, int]:
         if start is None and opens:
             start = opens[-1] + 1  # the mark is an item of a list (not JSON): from it on
         begin = pos if start is None else start
-        end, depth = _close_of(text, m.end())
+        end, still_open = _close_of(text, m.end(), OpenPart(1, False, False))
         out.append(text[pos:begin])
         out.append(f'"{REMOVED}"')
         if end is None:
-            left_open = depth
             pos = len(text)
             break
         pos = end
     out.append(text[pos:])
-    return "".join(out), left_open
+    return "".join(out), still_open
 
 
 def _open_brackets(text: str, start: int, stop: int) -> list[int]:
     """Positions of the brackets opened in ``text[start:stop]`` and not closed there
     (outside JSON strings), innermost last."""
     stack: list[int] = []
-    in_str = esc = False
-    for i in range(start, stop):
+    in_str = False
+    escaped = -1  # the position a backslash in a string escapes
+    for m in _TOKEN.finditer(text, start, stop):
+        i = m.start()
+        if i == escaped:
+            continue
         ch = text[i]
         if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
+            if ch == "\\":
+                escaped = i + 1
             elif ch == '"':
                 in_str = False
         elif ch == '"':
@@ -143,18 +169,20 @@ def _open_brackets(text: str, start: int, stop: int) -> list[int]:
     return stack
 
 
-def _close_of(text: str, start: int) -> tuple[int | None, int]:
-    """Where the object ``start`` is inside of ends (just past its closing brace), or
-    ``None`` and how many brackets are still open at the end of ``text``."""
-    depth = 1
-    in_str = esc = False
-    for i in range(start, len(text)):
+def _close_of(text: str, start: int, part: OpenPart) -> tuple[int | None, OpenPart | None]:
+    """Where the object ``part`` describes (open at ``start``) ends, just past its closing
+    brace, or ``None`` and how it is still open at the end of ``text``.  Only quotes,
+    backslashes and brackets are looked at (a long text is mostly inside strings)."""
+    depth, in_str, esc = part
+    escaped = start if esc else -1
+    for m in _TOKEN.finditer(text, start):
+        i = m.start()
+        if i == escaped:
+            continue
         ch = text[i]
         if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
+            if ch == "\\":
+                escaped = i + 1
             elif ch == '"':
                 in_str = False
         elif ch == '"':
@@ -164,8 +192,8 @@ def _close_of(text: str, start: int) -> tuple[int | None, int]:
         elif ch in "}]":
             depth -= 1
             if depth == 0:
-                return i + 1, 0
-    return None, depth
+                return i + 1, None
+    return None, OpenPart(depth, in_str, escaped == len(text))
 
 
 def bracket_depth(text: str) -> int:
