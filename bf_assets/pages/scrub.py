@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, NamedTuple
 
 from bf_assets.curate.clean import (
@@ -144,77 +144,64 @@ def _drop_reasoning(text: str) -> tuple[str, OpenPart | None]:
     return "".join(out), still_open
 
 
+class _Brackets:
+    """The brackets of a text outside its JSON strings, found by looking only at quotes,
+    backslashes and brackets (a long text is mostly inside strings); the string state is
+    kept from one call to the next, so a text can be scanned in pieces."""
+
+    __slots__ = ("in_str", "escaped")
+
+    def __init__(self, in_str: bool = False, escaped: int = -1) -> None:
+        self.in_str = in_str
+        self.escaped = escaped  # the position a backslash in a string escapes
+
+    def positions(self, text: str, start: int, stop: int) -> Iterator[int]:
+        for m in _TOKEN.finditer(text, start, stop):
+            i = m.start()
+            if i == self.escaped:
+                continue
+            ch = text[i]
+            if self.in_str:
+                if ch == "\\":
+                    self.escaped = i + 1
+                elif ch == '"':
+                    self.in_str = False
+            elif ch == '"':
+                self.in_str = True
+            else:
+                yield i
+
+
 def _open_brackets(text: str, start: int, stop: int) -> list[int]:
     """Positions of the brackets opened in ``text[start:stop]`` and not closed there
     (outside JSON strings), innermost last."""
     stack: list[int] = []
-    in_str = False
-    escaped = -1  # the position a backslash in a string escapes
-    for m in _TOKEN.finditer(text, start, stop):
-        i = m.start()
-        if i == escaped:
-            continue
-        ch = text[i]
-        if in_str:
-            if ch == "\\":
-                escaped = i + 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
+    for i in _Brackets().positions(text, start, stop):
+        if text[i] in "{[":
             stack.append(i)
-        elif ch in "}]" and stack:
+        elif stack:
             stack.pop()
     return stack
 
 
 def _close_of(text: str, start: int, part: OpenPart) -> tuple[int | None, OpenPart | None]:
     """Where the object ``part`` describes (open at ``start``) ends, just past its closing
-    brace, or ``None`` and how it is still open at the end of ``text``.  Only quotes,
-    backslashes and brackets are looked at (a long text is mostly inside strings)."""
-    depth, in_str, esc = part
-    escaped = start if esc else -1
-    for m in _TOKEN.finditer(text, start):
-        i = m.start()
-        if i == escaped:
-            continue
-        ch = text[i]
-        if in_str:
-            if ch == "\\":
-                escaped = i + 1
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
+    brace, or ``None`` and how it is still open at the end of ``text``."""
+    scan = _Brackets(part.in_str, start if part.esc else -1)
+    depth = part.depth
+    for i in scan.positions(text, start, len(text)):
+        if text[i] in "{[":
             depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1, None
-    return None, OpenPart(depth, in_str, escaped == len(text))
+            continue
+        depth -= 1
+        if depth == 0:
+            return i + 1, None
+    return None, OpenPart(depth, scan.in_str, scan.escaped == len(text))
 
 
 def bracket_depth(text: str) -> int:
     """Net ``{[`` minus ``}]`` outside JSON strings."""
-    depth = 0
-    in_str = esc = False
-    for ch in text:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-    return depth
+    return sum(1 if text[i] in "{[" else -1 for i in _Brackets().positions(text, 0, len(text)))
 
 
 # One cleaner per process for every page (:class:`bf_assets.pages.cleaner.PageCleaner`):
