@@ -141,3 +141,16 @@ def test_brackets_and_escaped_quotes_inside_the_part_s_strings_do_not_end_it() -
     text = json.dumps([part, {"type": "text", "text": "after"}])
     masked, left_open = mask_keys(text)
     assert masked == f'["{REMOVED}", {{"type": "text", "text": "after"}}]' and left_open == 0
+
+
+def test_a_banned_value_closed_on_its_line_hides_no_following_line(tmp_path: Path) -> None:
+    trial = tmp_path / "jobs" / "job-1" / "trial-1"
+    trial.mkdir(parents=True)
+    text = '{\n  "reasoning_content": {"a": 1},\n  "reward": 1.0,\n  "status": "ok"\n}\n'
+    (trial / "result.json").write_text(text)
+    files = TrialFiles(str(trial), str(tmp_path))
+    f = finding("GATE_REWARD_MISSING", "cited", file="result.json", line=3)
+    files.want("result.json", range(1, 6))
+    shown = {ln.number: ln.text.strip() for ln in build_window(files, f, "ev1", Scrub()).lines}
+    assert shown[3] == '"reward": 1.0,' and shown[4] == '"status": "ok"'
+    assert "a" not in shown[2].replace("[removed]", "")

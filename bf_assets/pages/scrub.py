@@ -96,7 +96,7 @@ def _mask_pairs(text: str) -> tuple[str, int]:
             if first in "{[":
                 out.append(text[pos:v])
                 out.append(f'"{REMOVED}"')
-                return "".join(out), max(1, bracket_depth(text[v:]))
+                return "".join(out), max(0, bracket_depth(text[v:]))
             if first == '"':
                 replacement = f'"{REMOVED}"'
         elif first == '"':
