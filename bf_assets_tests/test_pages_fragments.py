@@ -154,3 +154,43 @@ def test_a_banned_value_closed_on_its_line_hides_no_following_line(tmp_path: Pat
     shown = {ln.number: ln.text.strip() for ln in build_window(files, f, "ev1", Scrub()).lines}
     assert shown[3] == '"reward": 1.0,' and shown[4] == '"status": "ok"'
     assert "a" not in shown[2].replace("[removed]", "")
+
+
+def test_a_thought_whose_flag_comes_after_the_fragment_is_removed() -> None:
+    """A Gemini thought says ``"thought": true`` after its text: a fragment clipped inside
+    the text is cut where the part begins once what follows in the line shows the flag."""
+    line = json.dumps(
+        {
+            "contents": [
+                {"role": "user", "parts": [{"text": "the task"}]},
+                {"role": "model", "parts": [{"text": SECRET_THOUGHT * 200, "thought": True}]},
+            ]
+        }
+    )
+    cut = line.index(SECRET_THOUGHT) + 100
+    shown, left_open = mask_keys(line[:cut], line[cut:])
+    assert SECRET_THOUGHT[:20] not in shown and '"the task"' in shown
+    assert shown.endswith(f'"{REMOVED}"') and left_open == 1
+    assert SECRET_THOUGHT[:20] in mask_keys(line[:cut])[0]  # without what follows: unknown
+    other = json.dumps({"parts": [{"text": "plain " * 50}, {"text": "x", "thought": True}]})
+    cut = other.index("plain") + 40  # the thought begins after the fragment: nothing cut
+    assert mask_keys(other[:cut], other[cut:]) == (other[:cut], 0)
+
+
+def test_the_head_of_a_long_line_hides_a_thought_it_is_clipped_inside(tmp_path: Path) -> None:
+    trial = tmp_path / "jobs" / "job-1" / "trial-1"
+    (trial / "trajectory").mkdir(parents=True)
+    body = {
+        "contents": [
+            {"role": "model", "parts": [{"text": SECRET_THOUGHT * 300, "thought": True}]},
+            {"role": "user", "parts": [{"text": "filler " * 50000}]},
+        ]
+    }
+    rel = "trajectory/llm_trajectory.jsonl"
+    (trial / rel).write_text(json.dumps({"request": {"body": body}}) + "\n")
+    assert (trial / rel).stat().st_size > 256 * 1024
+    files = TrialFiles(str(trial), str(tmp_path))
+    f = finding("NOSKILL_LEAK", "cited", file=rel, line=1, evidence="filler filler")
+    files.want(rel, [1])
+    [cited] = [ln for ln in build_window(files, f, "ev1", Scrub()).lines if ln.cited]
+    assert SECRET_THOUGHT not in cited.text and REMOVED in cited.text

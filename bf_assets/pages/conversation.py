@@ -18,7 +18,7 @@ import orjson
 
 from bf_assets.ingest.exchanges import LIST_KEYS, response_actions, usage_numbers
 from bf_assets.pages.lines import MiB, TrialFiles, decode
-from bf_assets.pages.scrub import Scrub
+from bf_assets.pages.scrub import AHEAD, Scrub
 
 LLM_FILE = "trajectory/llm_trajectory.jsonl"
 ACP_FILE = "trajectory/acp_trajectory.jsonl"
@@ -428,7 +428,8 @@ def _step(files: TrialFiles, source: str, rel: str, n: int, scrub: Scrub) -> Ste
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        text, _ = scrub.fragment(decode(data[:FRAGMENT_MAX]))
+        ahead = decode(data[FRAGMENT_MAX : FRAGMENT_MAX + AHEAD])
+        text, _ = scrub.fragment(decode(data[:FRAGMENT_MAX]), ahead)
         step = Step(source, n, label, problem=f"not valid JSON ({exc})")
         step.parts.append(Part("note", "", "raw", text, max(0, len(data) - FRAGMENT_MAX)))
         return step

@@ -23,6 +23,7 @@ import orjson
 from bf_assets.findings import Finding
 from bf_assets.pages.lines import TrialFiles, decode, safe_rel
 from bf_assets.pages.scrub import (
+    AHEAD,
     REMOVED,
     Scrub,
     after_open_part,
@@ -197,7 +198,7 @@ def _jsonl_line(
         return _clip(text, limit, 0)
     if cited is not None:
         return _long_line(files, rel, n, cited, scrub)
-    text = scrub.fragment(decode(data[:limit]))[0]
+    text = scrub.fragment(decode(data[:limit]), decode(data[limit : limit + AHEAD]))[0]
     return text, len(data) + omitted - limit
 
 
@@ -250,7 +251,8 @@ def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) ->
     span = files.scan(rel).span(n)
     total = span.length if span else 0
     head = files.read_at(rel, n, 0, CITED_SHOW // 3)
-    pieces = [scrub.fragment(decode(head))[0]]
+    ahead = decode(files.read_at(rel, n, len(head), AHEAD))
+    pieces = [scrub.fragment(decode(head), ahead)[0]]
     shown = len(head)
     for nd in needles(f):
         at = files.find_in_line(rel, n, nd)
@@ -259,7 +261,9 @@ def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) ->
         if at > len(head):
             lo = max(len(head), at - AROUND_MATCH // 2)
             mid = files.read_at(rel, n, lo, AROUND_MATCH)
-            pieces.append(scrub.fragment(_outside_reasoning(files, rel, n, lo, mid, scrub))[0])
+            ahead = decode(files.read_at(rel, n, lo + len(mid), AHEAD))
+            window = _outside_reasoning(files, rel, n, lo, mid, scrub)
+            pieces.append(scrub.fragment(window, ahead)[0])
             shown += len(mid)
         break
     return " … ".join(pieces) + " …", max(0, total - shown)

@@ -32,6 +32,7 @@ from bf_assets.pages.cleaner import PageCleaner
 from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
+AHEAD = 64 * 1024  # what a clipped fragment's line holds after it, searched for part marks
 _KEY = re.compile(r'"([A-Za-z0-9_.\-]{1,80})"\s*:\s*')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"?', re.S)
 # what a bracket scan looks at: JSON string delimiters, escapes and brackets
@@ -49,11 +50,12 @@ def _string_end(text: str, start: int) -> int:
     return m.end() if m else len(text)
 
 
-def mask_keys(text: str) -> tuple[str, int]:
+def mask_keys(text: str, ahead: str = "") -> tuple[str, int]:
     """``text`` with the key rules applied and reasoning parts removed, and how many
     brackets the removed value left open (0: none): the fragment was cut there, and the
-    lines that follow belong to that value until as many close."""
-    text, still_open = _drop_reasoning(text)
+    lines that follow belong to that value until as many close.  ``ahead``: the text that
+    follows in the line, looked at for the marks of parts that begin in ``text``."""
+    text, still_open = _drop_reasoning(text, ahead)
     masked, opened = _mask_pairs(text)
     return masked, max(still_open.depth if still_open else 0, opened)
 
@@ -116,30 +118,41 @@ def _mask_pairs(text: str) -> tuple[str, int]:
     return "".join(out), 0
 
 
-def _drop_reasoning(text: str) -> tuple[str, OpenPart | None]:
+def _drop_reasoning(text: str, ahead: str = "") -> tuple[str, OpenPart | None]:
     """``text`` without the objects :data:`_REASONING_MARK` says are reasoning parts, and
-    where the last removal stopped when it ran to the end of ``text`` (else None)."""
-    if _REASONING_MARK.search(text) is None:  # nearly every fragment
+    how ``text`` ends inside the last one when that runs past its end (else None).
+    ``ahead``: what follows ``text`` in its line (not shown), where the mark of a part that
+    begins in ``text`` may be (a Gemini thought says ``"thought": true`` after its text)."""
+    full = text + ahead if ahead else text
+    if _REASONING_MARK.search(full) is None:  # nearly every fragment
         return text, None
+    n = len(text)
     out: list[str] = []
-    pos = 0
+    pos = cursor = 0
     still_open: OpenPart | None = None
-    while pos < len(text):
-        m = _REASONING_MARK.search(text, pos)
+    while pos < n:
+        m = _REASONING_MARK.search(full, cursor)
         if m is None:
             break
-        opens = _open_brackets(text, pos, m.start())
-        start = opens[-1] if opens and text[opens[-1]] == "{" else None
-        if start is None and opens:
-            start = opens[-1] + 1  # the mark is an item of a list (not JSON): from it on
-        begin = pos if start is None else start
-        end, still_open = _close_of(text, m.end(), OpenPart(1, False, False))
+        opens = _open_brackets(full, pos, m.start())
+        brace = bool(opens) and full[opens[-1]] == "{"
+        # the part begins at its brace; after a list's bracket (not JSON) or where the
+        # fragment's unshown part ended, when it opened before
+        begin = opens[-1] + (0 if brace else 1) if opens else pos
+        if begin >= n:  # a part after the fragment: nothing of it is shown
+            cursor = m.end()
+            continue
+        end, _ = _close_of(full, m.end(), OpenPart(1, False, False))
         out.append(text[pos:begin])
         out.append(f'"{REMOVED}"')
-        if end is None:
-            pos = len(text)
+        if end is None or end > n:
+            # how ``text`` ends inside the part, scanned from just after its mark (outside
+            # any string, wherever ``text`` began), or from its brace when the mark is ahead
+            after = m.end() if m.end() <= n else begin + 1 if brace else begin
+            _, still_open = _close_of(text, after, OpenPart(1, False, False))
+            pos = n
             break
-        pos = end
+        pos = cursor = end
     out.append(text[pos:])
     return "".join(out), still_open
 
@@ -256,10 +269,11 @@ class Scrub:
             return self._cleaner.text(text)
         return self._cleaner.value(text)
 
-    def fragment(self, text: str) -> tuple[str, int]:
-        """A raw line (or a clipped piece of one) cleaned as text after the key rules, and
-        the brackets a removed value left open (:func:`mask_keys`)."""
+    def fragment(self, text: str, ahead: str = "") -> tuple[str, int]:
+        """A raw line (or a clipped piece of one, followed in its line by ``ahead``) cleaned
+        as text after the key rules, and the brackets a removed value left open
+        (:func:`mask_keys`)."""
         if not self.clean:
             return text, 0
-        masked, opened = mask_keys(text)
+        masked, opened = mask_keys(text, ahead)
         return self.text(masked), opened
