@@ -87,10 +87,36 @@ def test_a_pretty_printed_reasoning_part_is_hidden_line_by_line(tmp_path: Path) 
     w = build_window(files, f, "ev1", Scrub())
     shown = {line.number: line.text.strip() for line in w.lines}
     assert SECRET_THOUGHT not in "\n".join(shown.values())
-    start = cited - 1  # the part's "type" line: removed, and each line after it to its end
-    assert shown[start] == f'"{REMOVED}"'
-    assert shown[cited] == shown[cited + 1] == f"… {REMOVED}"  # its thinking and signature
+    assert shown[cited - 2] == f'"{REMOVED}"'  # the part's brace: removed from there
+    for n in (cited - 1, cited, cited + 1):  # its type, thinking and signature lines
+        assert shown[n] == f"… {REMOVED}"
     assert shown[cited + 3] == "{"  # the next part is shown again
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"text": SECRET_THOUGHT, "thought": True},  # Gemini: the flag after the text
+        {"id": "rs_01", "summary": [{"text": SECRET_THOUGHT}], "type": "reasoning"},
+    ],
+)
+def test_a_document_part_whose_mark_comes_late_is_hidden_from_its_brace(
+    tmp_path: Path, part: dict[str, object]
+) -> None:
+    trial = tmp_path / "jobs" / "job-1" / "trial-1"
+    trial.mkdir(parents=True)
+    doc = {"parts": [part, {"text": "the visible answer"}], "reward": 1.0}
+    (trial / "result.json").write_text(json.dumps(doc, indent=2))
+    lines = (trial / "result.json").read_text().splitlines()
+    secret_at = next(i for i, ln in enumerate(lines, 1) if SECRET_THOUGHT in ln)
+    assert any(SECRET_THOUGHT in ln for ln in lines[secret_at - 3 : secret_at + 3])
+    files = TrialFiles(str(trial), str(tmp_path))
+    f = finding("GATE_REWARD_MISSING", "cited line", file="result.json", line=secret_at + 1)
+    files.want("result.json", range(1, len(lines) + 1))
+    w = build_window(files, f, "ev1", Scrub())
+    assert any(ln.number == secret_at for ln in w.lines)  # the window holds the text's line
+    shown = "\n".join(line.text for line in w.lines)
+    assert SECRET_THOUGHT not in shown and REMOVED in shown
 
 
 def test_raw_pages_show_the_fragment_as_written() -> None:

@@ -15,6 +15,7 @@ key's object or list left out.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,6 +40,7 @@ AROUND_MATCH = 1200  # of a long cited line: bytes around the evidence
 LOOKBACK = 1024 * 1024  # bytes before that window searched for a reasoning part it is in
 PARSE_SHOW = 256 * 1024  # a complete line up to this size is parsed and cleaned as a value
 DOC_LINE = 64 * 1024
+DOC_AHEAD = 8  # lines after a document's line searched for a reasoning part's mark
 MAX_WINDOWS = 60
 NEEDLE_CHARS = 48
 # The key a check is about, to locate a finding that cites a file but no line.
@@ -158,13 +160,21 @@ def build_window(files: TrialFiles, f: Finding, anchor: str, scrub: Scrub) -> Wi
 def _doc_lines(files: TrialFiles, rel: str, upto: int, scrub: Scrub) -> list[tuple[str, int]]:
     """Lines 1..``upto`` of a pretty-printed document, cleaned as fragments; the lines inside
     a banned key's object or list, or inside a reasoning part, are left out (the depth is
-    followed from line 1)."""
-    out: list[tuple[str, int]] = []
-    skipping = 0
-    for n in range(1, upto + 1):
+    followed from line 1).  Each line is judged with the ``DOC_AHEAD`` lines after it: a
+    part's mark may come a line or two after its brace (an OpenAI item's ``id``, a Gemini
+    thought's ``text``)."""
+
+    def read(n: int) -> tuple[str, int]:
         got = files.read(rel, n, DOC_LINE)
         data, omitted = got if got is not None else (b"", 0)
-        text = decode(data)
+        return decode(data), omitted
+
+    out: list[tuple[str, int]] = []
+    skipping = 0
+    following: deque[tuple[str, int]] = deque(read(n) for n in range(1, DOC_AHEAD + 2))
+    for n in range(1, upto + 1):
+        text, omitted = following.popleft()
+        following.append(read(n + DOC_AHEAD + 1))
         if not scrub.clean:
             out.append(_clip(text, LINE_SHOW, omitted))
             continue
@@ -172,7 +182,9 @@ def _doc_lines(files: TrialFiles, rel: str, upto: int, scrub: Scrub) -> list[tup
             skipping += bracket_depth(text)
             out.append((f"  … {REMOVED}" if skipping > 0 else "", 0))
             continue
-        cleaned, skipping = scrub.fragment(text)
+        # a part begins at a brace: only a line with one needs the lines after it
+        ahead = "".join("\n" + t for t, _ in following)[:AHEAD] if "{" in text else ""
+        cleaned, skipping = scrub.fragment(text, ahead)
         out.append(_clip(cleaned, LINE_SHOW, omitted))
     return out
 
