@@ -238,3 +238,20 @@ def test_jobs_group_trials_and_fingerprint_changes(trial: Trial) -> None:
     trial.write_text("timing.json", '{"total": 1.0, "verifier": 0.5}')
     [again] = discover_jobs([trial.root])
     assert again.key == job.key and again.fingerprint != job.fingerprint
+
+
+def test_an_agent_log_arriving_late_changes_the_job_fingerprint(trial: Trial) -> None:
+    """Harbor's agents log under ``agent/`` (``agent/command-0/stdout.txt``,
+    ``agent/trajectory.json``), which the review reads: a log that lands or grows after the
+    job was first seen must make the sensor ingest the job again."""
+    [first] = discover_jobs([trial.root])
+    trial.write_text("agent/command-0/stdout.txt", '{"type": "system"}\n')
+    [logged] = discover_jobs([trial.root])
+    assert logged.fingerprint != first.fingerprint
+    trial.write_text("agent/command-0/stdout.txt", '{"type": "system"}\n{"type": "result"}\n')
+    [grown] = discover_jobs([trial.root])
+    assert grown.fingerprint != logged.fingerprint
+    trial.write_text("agent/trajectory.json", "{}")
+    [again] = discover_jobs([trial.root])
+    assert again.fingerprint != grown.fingerprint
+    assert discover_jobs([trial.root])[0].fingerprint == again.fingerprint  # stable

@@ -370,10 +370,13 @@ class JobDir:
 
 
 def trial_fingerprint(path: str | os.PathLike[str]) -> str:
-    """Digest of names, sizes and mtimes of a trial's files (top level, ``trajectory/`` and
-    ``verifier/``; a link is followed: an edit behind it changes the digest)."""
+    """Digest of names, sizes and mtimes of a trial's files (top level, ``trajectory/``,
+    ``verifier/``, and ``agent/`` with its folders one level down, where Harbor's agents log:
+    ``agent/command-N/stdout.txt``, ``agent/episode-N/``…; a link is followed: an edit behind
+    it changes the digest).  A trial with no ``agent/`` digests as it did before that folder
+    was counted."""
     h = hashlib.sha256()
-    for sub in ("", "trajectory", "verifier"):
+    for sub in ("", "trajectory", "verifier", *_agent_dirs(path)):
         d = Path(path) / sub if sub else Path(path)
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
@@ -392,6 +395,26 @@ def trial_fingerprint(path: str | os.PathLike[str]) -> str:
             line = f"{sub}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\n"
             h.update(line.encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+AGENT_DIR = "agent"
+
+
+def _agent_dirs(path: str | os.PathLike[str]) -> list[str]:
+    """``agent`` and its folders (``agent/command-0``…), in name order; none without it."""
+    try:
+        with os.scandir(os.path.join(path, AGENT_DIR)) as it:
+            entries = list(it)
+    except OSError:
+        return []
+    subs = []
+    for e in entries:
+        try:
+            if e.is_dir():
+                subs.append(e.name)
+        except OSError:
+            continue
+    return [AGENT_DIR, *(f"{AGENT_DIR}/{name}" for name in sorted(subs))]
 
 
 def group_jobs(trials: Iterable[TrialRef]) -> list[JobDir]:
