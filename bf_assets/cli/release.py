@@ -38,7 +38,7 @@ from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
-from bf_assets.defs.ranges import RANGE_END, RANGE_START, capped, ingest_run_trials
+from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
 from bf_assets.publish.local import check_targets, exclusive_lock
@@ -170,7 +170,7 @@ def partition_blocks(
 
 def range_tags(block: Sequence[str]) -> dict[str, str]:
     """Run tags of a partition range (none for a single partition)."""
-    return {RANGE_START: block[0], RANGE_END: block[-1]} if len(block) > 1 else {}
+    return range_run_tags(block) if len(block) > 1 else {}
 
 
 def run_release(

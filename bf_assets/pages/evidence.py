@@ -258,13 +258,18 @@ def _outside_reasoning(
     return text if part is None else after_open_part(text, part)
 
 
+def _ahead(files: TrialFiles, rel: str, n: int, at: int, scrub: Scrub) -> str:
+    """The ``AHEAD`` bytes of line ``n`` from byte ``at``, for a fragment's reasoning marks
+    (nothing to read for a raw page)."""
+    return decode(files.read_at(rel, n, at, AHEAD)) if scrub.clean else ""
+
+
 def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) -> tuple[str, int]:
     """A cited line too long to parse: its head and the bytes around the evidence."""
     span = files.scan(rel).span(n)
     total = span.length if span else 0
     head = files.read_at(rel, n, 0, CITED_SHOW // 3)
-    ahead = decode(files.read_at(rel, n, len(head), AHEAD))
-    pieces = [scrub.fragment(decode(head), ahead)[0]]
+    pieces = [scrub.fragment(decode(head), _ahead(files, rel, n, len(head), scrub))[0]]
     shown = len(head)
     for nd in needles(f):
         at = files.find_in_line(rel, n, nd)
@@ -273,9 +278,8 @@ def _long_line(files: TrialFiles, rel: str, n: int, f: Finding, scrub: Scrub) ->
         if at > len(head):
             lo = max(len(head), at - AROUND_MATCH // 2)
             mid = files.read_at(rel, n, lo, AROUND_MATCH)
-            ahead = decode(files.read_at(rel, n, lo + len(mid), AHEAD))
             window = _outside_reasoning(files, rel, n, lo, mid, scrub)
-            pieces.append(scrub.fragment(window, ahead)[0])
+            pieces.append(scrub.fragment(window, _ahead(files, rel, n, lo + len(mid), scrub))[0])
             shown += len(mid)
         break
     return " … ".join(pieces) + " …", max(0, total - shown)
