@@ -39,7 +39,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORK = REPO_ROOT / "bench" / "corpora"
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
 
-SCENARIOS = ("small", "heavy", "scale", "dagster", "cache", "release-scale")
+SCENARIOS = ("small", "heavy", "scale", "dagster", "cache", "release-scale", "release-again")
 DEFAULT_SCENARIOS = ("small", "heavy")
 
 MARKER_NAME = ".bench-corpus.json"
@@ -750,9 +750,11 @@ class Tools:
             self._template = home
         return self._template
 
-    def release(self, corpus: Corpus) -> Invocation:
+    def release(self, corpus: Corpus, again: Path | None = None) -> Invocation:
+        """A release into a fresh instance, warehouse and output folder of its own; with
+        ``again``, into those of the release that ran in ``again`` (its second release)."""
         assert self.release_template is not None
-        run_dir = self._fresh_dir("release-")
+        run_dir = again or self._fresh_dir("release-")
         home = run_dir / "dagster_home"
         out = run_dir / "out"
         cache = run_dir / "cache"
@@ -760,7 +762,7 @@ class Tools:
         # pages of an earlier run to reuse), like the review it is compared with.
         warehouse = run_dir / "warehouse"
         template = self.instance_template()
-        if template is not None:
+        if template is not None and again is None:
             shutil.copytree(template, home)
         for d in (home, out, cache, warehouse):
             d.mkdir(exist_ok=True)
@@ -1403,6 +1405,49 @@ class Bench:
             self.context,
         )
 
+    def release_again(self) -> None:
+        if not self._release_ready(
+            "release-again: a second bf-assets release of the unchanged small corpus vs the first"
+        ):
+            return
+        corpus = self.corpora.trials(self.sizes.small)
+        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        holder: dict[str, Path] = {}
+
+        def first() -> Invocation:
+            inv = self.tools.release(corpus)
+            holder["dir"] = inv.cwd
+            inv.cleanup.clear()  # the second release runs on what this one leaves
+            return inv
+
+        def second() -> Invocation:
+            return self.tools.release(corpus, again=holder["dir"])
+
+        sides = [
+            Side("first", "release, 1st (new instance and warehouse)", first),
+            Side("second", "release, 2nd (same instance, warehouse and --out)", second),
+        ]
+        ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        print_table(stats, "1st/2nd")
+        speedup = ratio(stats[0].wall_median_s, stats[1].wall_median_s)
+        print(f"  speed-up of the second release: {speedup:.3g}x" if speedup else "")
+        write_results(
+            self.args.results,
+            "release-again",
+            self.args.quick,
+            {
+                "corpus": {"path": str(corpus.root), **corpus.stats},
+                "release_cmd": self.tools.release_template,
+                "stats": [asdict(s) for s in stats],
+                "speedup": speedup,
+                "runs": _raw(ms),
+            },
+            self.context,
+        )
+
     def done_when(self) -> list[Goal]:
         """Issue 16's "Done when" targets, judged on the figures of this run."""
         goals = done_when_goals(self.figures, self.sizes)
@@ -1693,7 +1738,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tools.check_ours()
         wanted = set(args.scenario)
         needs_trials = bool(wanted & {"small", "scale"}) or (
-            not args.skip_ours and bool(wanted & {"dagster", "cache", "release-scale"})
+            not args.skip_ours
+            and bool(wanted & {"dagster", "cache", "release-scale", "release-again"})
         )
         corpora.check_available(
             need_generated=needs_trials,

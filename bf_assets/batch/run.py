@@ -35,7 +35,9 @@ if TYPE_CHECKING:  # the pool is imported where one is started (a small batch ne
     from concurrent.futures import ProcessPoolExecutor
 
 
-def _cache_context(opts: ReviewOptions) -> str:
+def review_context(opts: ReviewOptions) -> str:
+    """What a trial's review depends on besides its files and the code: the options and the
+    task tree's state (part of every cache key)."""
     from bf_assets.batch.cache import tree_digest
 
     return f"{opts.limits}|{opts.tasks_dir}|{tree_digest(opts.tasks_dir)}|{opts.audits}|{opts.hash_files}"
@@ -47,7 +49,7 @@ def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialRe
     if opts.cache_dir:
         from bf_assets.batch.cache import ReviewCache
 
-        cache = ReviewCache(opts.cache_dir, _cache_context(opts))
+        cache = ReviewCache(opts.cache_dir, review_context(opts))
         fp = cache.key(ref)
         hit = cache.get(ref, fp)
         if hit is not None:

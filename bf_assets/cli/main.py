@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument(
         "--hub-repo", metavar="ID", help="Hub dataset repo to publish to (token from HF_TOKEN)"
     )
+    rel.add_argument(
+        "--reread",
+        action="store_true",
+        help="read every job directory again (by default a job directory whose files and "
+        "tables are as the last release left them is not read again)",
+    )
     _person_parsers(sub)
     from bf_assets.cli import ui
 
@@ -305,7 +311,7 @@ def _release(args: argparse.Namespace) -> int:
         if not Path(p).is_dir():
             raise _UsageError(f"run root {p!r} is not a directory")
     if not args.runs:
-        from bf_assets.defs.resources import default_run_root
+        from bf_assets.places import default_run_root
 
         if not default_run_root().is_dir():
             raise _UsageError(
@@ -326,8 +332,14 @@ def _release(args: argparse.Namespace) -> int:
         tasks=args.tasks,
         plan=args.plan,
         quarantine=args.quarantine,
+        reread=args.reread,
     )
     print(f"release verdict: {result.verdict}")
+    if result.read_partitions or result.reused_partitions:
+        print(
+            f"job partitions:  {result.read_partitions} read, {result.reused_partitions} "
+            "unchanged since the last release"
+        )
     if result.exported is not None:
         held = ", ".join(f"{k} {v}" for k, v in sorted(result.excluded.items())) or "none"
         print(f"trials exported: {result.exported} (excluded: {held})")

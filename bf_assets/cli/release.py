@@ -10,6 +10,13 @@ partition), then runs ``release_job`` on the same instance: the dataset review
 and the Hub when ``--hub-repo`` is given).  The review report ships inside the release
 (``<out>/report/``); a blocked release leaves it in the staged bundle.
 
+A job partition whose trials and tables are as the last release over the same run roots left
+them is not ingested again (:mod:`bf_assets.batch.ingest_state`: fingerprints of every trial,
+taken before anything is read, and the tables' own stats, checked against
+``.ingest-state.json`` in the warehouse; ``--reread`` reads everything): a scheduled release
+over a growing corpus reads only what is new or changed, and publishes the same bytes as one
+that read everything.
+
 ``release_job`` runs in a process forked once Dagster and the definitions are imported,
 before the first ingest run (:class:`~bf_assets.batch.forklater.ForkedCall`): it starts from
 that heap, not from the one the ingest runs leave behind (their freed memory stays resident
@@ -35,12 +42,15 @@ from typing import Any
 import orjson
 
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError
+from bf_assets.batch.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
+from bf_assets.batch.run import review_context
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
+from bf_assets.places import local_tables
 from bf_assets.publish.local import check_targets, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
@@ -70,13 +80,15 @@ class ReleaseResult:
     hub_url: str | None = None
     hub_commit: str | None = None
     message: str = ""
+    read_partitions: int = 0  # job partitions ingested by this release
+    reused_partitions: int = 0  # left as the last release made them (nothing changed)
 
 
 def ensure_instance_home() -> Path:
     """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder; a home without a
     ``dagster.yaml`` gets the shipped instance defaults (package data)."""
     from bf_assets.defaults import default_file
-    from bf_assets.defs.resources import project_dir
+    from bf_assets.places import project_dir
 
     home = os.environ.get("DAGSTER_HOME")
     if not home:
@@ -182,8 +194,9 @@ def run_release(
     plan: str | None = None,
     quarantine: str | None = None,
     staging_dir: str | None = None,
+    reread: bool = False,
 ) -> ReleaseResult:
-    from bf_assets.defs.resources import default_out_dir, default_run_root, default_tasks_root
+    from bf_assets.places import default_out_dir, default_run_root, default_tasks_root
 
     roots = [str(Path(r).resolve()) for r in runs] or [str(default_run_root())]
     if not runs and tasks is None and default_tasks_root().is_dir():
@@ -211,9 +224,12 @@ def run_release(
         sizes = Counter(t.job_key for t in trials)
         keys = sorted(sizes)
         options = ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
+        # the job partitions whose trials and tables are as the last release left them are
+        # not read again (fingerprints taken now, before any read)
+        ingest = plan_ingest(local_tables(roots), trials, review_context(options), reread=reread)
         # the first ingest run's trials (the partition order of a new instance is this
         # sorted order; a mismatch only means the first run reads its trials itself)
-        first = partition_blocks(keys, keys, sizes, ingest_run_trials())[:1]
+        first = partition_blocks(keys, ingest.to_read(keys), sizes, ingest_run_trials())[:1]
         try:
             with pinned_discovery(roots, trials) as pin:
                 del trials  # the pin holds them until ingest is done
@@ -222,6 +238,7 @@ def run_release(
                     roots,
                     pin,
                     sizes,
+                    ingest,
                     options,
                     str(out),
                     hub_repo,
@@ -241,7 +258,7 @@ def _hub_lock(repo_id: str) -> Path:
 
 
 def _warehouse_lock(roots: Sequence[str]) -> Path:
-    from bf_assets.defs.resources import local_warehouse
+    from bf_assets.places import local_warehouse
 
     return local_warehouse(roots) / ".release.lock"
 
@@ -263,14 +280,16 @@ def _ingest(
     order: Sequence[str],
     roots: Sequence[str],
     sizes: Mapping[str, int],
+    ingest: IngestPlan,
     options: ReviewOptions,
 ) -> tuple[list[str], list[str]]:
-    """Run ``ingest_job`` over the job partitions of ``sizes`` (trials per partition; one run
-    per block of consecutive partitions of at most :func:`ingest_run_trials` trials; each
-    run's trials, as the run will take them from the pinned walk of ``roots``, are reviewed
-    in the workers while the run before it writes its tables); the keys of the runs that
-    failed, and why."""
-    blocks = partition_blocks(order, sorted(sizes), sizes, ingest_run_trials())
+    """Run ``ingest_job`` over the job partitions of ``sizes`` (trials per partition) that
+    ``ingest`` says to read: one run per block of consecutive partitions of at most
+    :func:`ingest_run_trials` trials (never spanning a partition left as it is); each run's
+    trials, as the run will take them from the pinned walk of ``roots``, are reviewed in the
+    workers while the run before it writes its tables; the keys of the runs that failed, and
+    why.  The ingest state is written after every run."""
+    blocks = partition_blocks(order, ingest.to_read(sorted(sizes)), sizes, ingest_run_trials())
     queue_prefetch([trials_of_jobs(roots, b) for b in blocks[1:]], options)
     failed: list[str] = []
     why: list[str] = []
@@ -282,6 +301,7 @@ def _ingest(
             run_config=QUIET,
             partition_key=block[0] if len(block) == 1 else None,
         )
+        ingest.done(block, res.success)
         if not res.success:
             failed += block
             why += [_failure_text(e) for e in res.all_events if e.is_step_failure]
@@ -292,6 +312,7 @@ def _release(
     roots: list[str],
     pin: Pin,
     sizes: Mapping[str, int],
+    ingest: IngestPlan,
     options: ReviewOptions,
     out_dir: str | None,
     hub_repo: str | None,
@@ -339,7 +360,9 @@ def _release(
         frozen_heap(),
         ForkedCall(lambda: _release_job(defs, instance, roots, pin)) as release_job,
     ):
-        return _ingest_then_release(defs, instance, release_job, roots, pin, sizes, options, out)
+        return _ingest_then_release(
+            defs, instance, release_job, roots, pin, sizes, ingest, options, out
+        )
 
 
 def _ingest_then_release(
@@ -349,9 +372,12 @@ def _ingest_then_release(
     roots: list[str],
     pin: Pin,
     sizes: Mapping[str, int],
+    ingest: IngestPlan,
     options: ReviewOptions,
     out: Path,
 ) -> ReleaseResult:
+    import dagster as dg
+
     from bf_assets.defs.partitions import job_partitions
 
     known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
@@ -360,12 +386,18 @@ def _ingest_then_release(
     if new:
         instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
     order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
+    if ingest.unchanged:  # tables this instance has no materialization of are made again
+        ingest.keep_only_materialized(
+            instance.get_materialized_partitions(dg.AssetKey(t)) for t in INGEST_TABLES
+        )
     failed, why = _ingest(
-        defs.resolve_job_def("ingest_job"), instance, order, roots, sizes, options
+        defs.resolve_job_def("ingest_job"), instance, order, roots, sizes, ingest, options
     )
     pin.unpin()  # past ingest the walk is not needed: the runs' tables hold the trials
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
+    result.reused_partitions = len(ingest.unchanged)
+    result.read_partitions = len(sizes) - len(ingest.unchanged)
     if failed:
         reasons = "; ".join(dict.fromkeys(w for w in why if w))
         result.message = (
@@ -402,9 +434,9 @@ def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> di
     """``release_job`` over the ingested tables on ``instance`` (in the process forked for
     it): its outcome (:func:`_release_outcome`)."""
     from bf_assets.defs.pages import PAGES_SUBDIR
-    from bf_assets.defs.resources import local_warehouse
     from bf_assets.defs.storage import release_keepers
     from bf_assets.pages.early import pages_alongside
+    from bf_assets.places import local_warehouse
 
     pin.unpin()  # this process's copy of the walk: the tables hold the trials
     pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)

@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
+from bf_assets.batch.ingest_state import partition_relpath
 from bf_assets.dataset.common import dump_parted, load_parted
 from bf_assets.dataset.memory import release_arrow_memory, trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
@@ -51,27 +52,6 @@ SOURCE_ATTR = "bf_assets.source"
 # ``DataFrame.attrs`` key of a frame whose row count means something else than its rows
 # (``curated_rollouts`` is an index of files; its row count is the rows exported).
 ROW_COUNT_ATTR = "bf_assets.row_count"
-
-
-def _encode_segment(segment: str) -> str:
-    """One partition-key segment as a path component: ``%`` → ``%25``, then ``""``, ``.``
-    and ``..`` (which a filesystem would collapse or follow) → ``%``, ``%2E``, ``%2E%2E``."""
-    seg = segment.replace("%", "%25")
-    if seg == "":
-        return "%"
-    if seg in (".", ".."):
-        return seg.replace(".", "%2E")
-    return seg
-
-
-def partition_relpath(partition_key: str) -> tuple[str, ...]:
-    """Path components for a partition key: one sub-folder per ``/``-separated segment.
-
-    Injective: every ``%`` in the key is escaped, so the escapes for empty, ``.`` and ``..``
-    segments cannot collide with a literal segment, and no component can leave the asset's
-    folder.
-    """
-    return tuple(_encode_segment(s) for s in partition_key.split("/"))
 
 
 class PartitionTables(Mapping[str, pd.DataFrame]):
