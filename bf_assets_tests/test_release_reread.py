@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 
 from bf_assets.batch.ingest_state import table_file
+from bf_assets.batch.places import local_tables
 from bf_assets.cli.main import main
-from bf_assets.places import local_tables
 from bf_assets.sample.generator import generate_corpus
 from bf_assets_tests.releasekit import isolated_release
 

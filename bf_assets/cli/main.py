@@ -311,7 +311,7 @@ def _release(args: argparse.Namespace) -> int:
         if not Path(p).is_dir():
             raise _UsageError(f"run root {p!r} is not a directory")
     if not args.runs:
-        from bf_assets.places import default_run_root
+        from bf_assets.batch.places import default_run_root
 
         if not default_run_root().is_dir():
             raise _UsageError(

@@ -44,13 +44,13 @@ import orjson
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
+from bf_assets.batch.places import local_tables
 from bf_assets.batch.run import review_context
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
-from bf_assets.places import local_tables
 from bf_assets.publish.local import check_targets, exclusive_lock
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
@@ -87,8 +87,8 @@ class ReleaseResult:
 def ensure_instance_home() -> Path:
     """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder; a home without a
     ``dagster.yaml`` gets the shipped instance defaults (package data)."""
+    from bf_assets.batch.places import project_dir
     from bf_assets.defaults import default_file
-    from bf_assets.places import project_dir
 
     home = os.environ.get("DAGSTER_HOME")
     if not home:
@@ -196,7 +196,7 @@ def run_release(
     staging_dir: str | None = None,
     reread: bool = False,
 ) -> ReleaseResult:
-    from bf_assets.places import default_out_dir, default_run_root, default_tasks_root
+    from bf_assets.batch.places import default_out_dir, default_run_root, default_tasks_root
 
     roots = [str(Path(r).resolve()) for r in runs] or [str(default_run_root())]
     if not runs and tasks is None and default_tasks_root().is_dir():
@@ -258,7 +258,7 @@ def _hub_lock(repo_id: str) -> Path:
 
 
 def _warehouse_lock(roots: Sequence[str]) -> Path:
-    from bf_assets.places import local_warehouse
+    from bf_assets.batch.places import local_warehouse
 
     return local_warehouse(roots) / ".release.lock"
 
@@ -433,10 +433,10 @@ def _ingest_then_release(
 def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> dict[str, Any]:
     """``release_job`` over the ingested tables on ``instance`` (in the process forked for
     it): its outcome (:func:`_release_outcome`)."""
+    from bf_assets.batch.places import local_warehouse
     from bf_assets.defs.pages import PAGES_SUBDIR
     from bf_assets.defs.storage import release_keepers
     from bf_assets.pages.early import pages_alongside
-    from bf_assets.places import local_warehouse
 
     pin.unpin()  # this process's copy of the walk: the tables hold the trials
     pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)

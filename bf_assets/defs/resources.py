@@ -8,8 +8,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from bf_assets.dataset.reportfiles import ReportContext
-from bf_assets.places import (  # re-exported: where the project's files live
+from bf_assets.batch.places import (  # re-exported: where the project's files live
     PLAN_ENV,
     PROJECT_DIR_ENV,
     QUARANTINE_ENV,
@@ -28,6 +27,7 @@ from bf_assets.places import (  # re-exported: where the project's files live
     roots_namespace,
     warehouse_dir,
 )
+from bf_assets.dataset.reportfiles import ReportContext
 from bf_assets.review.options import ReviewOptions
 
 __all__ = [
