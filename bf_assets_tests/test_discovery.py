@@ -255,3 +255,19 @@ def test_an_agent_log_arriving_late_changes_the_job_fingerprint(trial: Trial) ->
     [again] = discover_jobs([trial.root])
     assert again.fingerprint != grown.fingerprint
     assert discover_jobs([trial.root])[0].fingerprint == again.fingerprint  # stable
+
+
+def test_job_fingerprints_from_fingerprints_already_taken(runs_root: Path) -> None:
+    from bf_assets.ingest.discovery import discover_trials, group_jobs, trial_fingerprint
+
+    build_trial(runs_root, rollout_id="aaaa0001")
+    build_trial(runs_root, rollout_id="bbbb0002")
+    trials = discover_trials([runs_root])
+    taken = {t.path: trial_fingerprint(t.path) for t in trials}
+    assert group_jobs(trials, taken) == group_jobs(trials) == discover_jobs([runs_root])
+    # a fingerprint given is the one used (it is not taken again)
+    stale = {**taken, trials[0].path: "0" * 64}
+    (job,) = group_jobs(trials, stale)
+    assert job.fingerprint != discover_jobs([runs_root])[0].fingerprint
+    # a trial missing from the map is fingerprinted now
+    assert group_jobs(trials, {trials[0].path: taken[trials[0].path]}) == group_jobs(trials)

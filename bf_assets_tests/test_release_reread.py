@@ -93,3 +93,40 @@ def test_reread_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["release", "--help"])
     assert "--reread" in capsys.readouterr().out
+
+
+def test_an_edit_during_the_read_is_a_change_next_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fingerprints a release records (its own and the sensor's) are taken before the
+    trials are read: a file that lands while its trial is read makes its job directory a
+    change for the sensor and for the next release, never a table silently behind it."""
+    from bf_assets.batch import inventory
+    from bf_assets.defs.sensors import ingested_fingerprints
+    from bf_assets.ingest.discovery import discover_jobs
+
+    corpus = tmp_path / "corpus"
+    generate_corpus(corpus, 230, seed=4)
+    jobs, tasks = corpus / "jobs", corpus / "tasks"
+    monkeypatch.delenv("BF_INGEST_RUN_TRIALS", raising=False)
+    victim = sorted(p for p in jobs.iterdir() if p.is_dir())[0]
+    real = inventory.inventory_review
+
+    def reading(ref, options):  # type: ignore[no-untyped-def]
+        late = Path(ref.path) / "late.log"
+        if Path(ref.path).parent == victim and not late.exists():
+            late.write_text("written while the trial was read")
+        return real(ref, options)
+
+    monkeypatch.setattr(inventory, "inventory_review", reading)  # the forked workers too
+    base = tmp_path / "a"
+    assert isolated_release(monkeypatch, base, jobs, tasks, base / "out") in (0, 3)
+    monkeypatch.setattr(inventory, "inventory_review", real)
+    capsys.readouterr()
+    now = {j.key: j.fingerprint for j in discover_jobs([jobs])}
+    with dg.DagsterInstance.get() as inst:
+        recorded = ingested_fingerprints(inst, sorted(now))
+    assert sorted(k for k in now if recorded[k] != now[k]) == [f"jobs/{victim.name}"]
+    assert isolated_release(monkeypatch, base, jobs, tasks, base / "out") in (0, 3)
+    line = _partitions_line(capsys.readouterr().out)
+    assert line == "job partitions:  1 read, 2 unchanged since the last release"

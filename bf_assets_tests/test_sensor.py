@@ -186,3 +186,38 @@ def test_first_tick_does_not_rerun_an_ingested_unchanged_job(
         again = tick(instance, jobs_root, None)
         assert isinstance(again, dg.SensorResult)
         assert [r.partition_key for r in again.run_requests] == [KEY]
+
+
+def test_a_file_landing_while_the_job_is_ingested_is_a_change(
+    jobs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fingerprint an ingest records is taken before its trials are read: a file that
+    lands in a trial while it is read gets the job ingested again, instead of leaving its
+    tables behind the files for good."""
+    from enginekit import local_resources
+
+    from bf_assets.batch import inventory
+    from bf_assets.defs.ingest import ingest_trials
+
+    real = inventory.inventory_review
+
+    def reading(ref, options):  # type: ignore[no-untyped-def]
+        late = Path(ref.path) / "late.log"
+        if not late.exists():
+            late.write_text("landed while the trial was read")
+        return real(ref, options)
+
+    monkeypatch.setattr(inventory, "inventory_review", reading)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(job_partitions.name, [KEY])
+        res = dg.materialize(
+            [ingest_trials],
+            partition_key=KEY,
+            instance=instance,
+            resources=local_resources(jobs_root, tmp_path / "wh"),
+        )
+        assert res.success
+        assert any((jobs_root / JOB).glob("*/late.log"))
+        first = tick(instance, jobs_root, None)
+        assert isinstance(first, dg.SensorResult)
+        assert [r.partition_key for r in first.run_requests] == [KEY]

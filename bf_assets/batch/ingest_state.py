@@ -37,7 +37,8 @@ from pathlib import Path
 import orjson
 
 from bf_assets.batch.cache import code_digest, trial_fingerprint
-from bf_assets.ingest.discovery import TrialRef
+from bf_assets.ingest.discovery import TrialRef, group_jobs
+from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
 
 STATE_FILE = ".ingest-state.json"
 FORMAT = 1
@@ -82,13 +83,20 @@ def ingest_context(review_context: str) -> str:
     return hashlib.sha256(f"ingest\0{code_digest()}\0{review_context}".encode()).hexdigest()
 
 
-def _fingerprints(refs: Sequence[TrialRef], context: str) -> list[str | None]:
-    return [trial_fingerprint(r, context) for r in refs]
+Prints = tuple[str | None, str]  # (review-cache fingerprint, the sensor's trial fingerprint)
 
 
-def fingerprints(refs: Sequence[TrialRef], context: str) -> list[str | None]:
-    """Each trial's fingerprint (None where it has none), in order; a large batch on every
-    core."""
+def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
+    return [
+        (trial_fingerprint(r, context) if context is not None else None, watch_fingerprint(r.path))
+        for r in refs
+    ]
+
+
+def fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
+    """Each trial's two fingerprints, in order: the review cache's under ``context`` (None
+    where the trial has none, or without a context) and the one the ``new_job_dirs`` sensor
+    compares job directories by; a large batch on every core."""
     if len(refs) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
         return _fingerprints(refs, context)
     from bf_assets.batch.run import fork_pool
@@ -244,6 +252,8 @@ class IngestPlan:
     state: IngestState
     contents: dict[str, str | None]  # job key -> content digest, taken before any read
     unchanged: set[str] = field(default_factory=set)  # left as the last release made them
+    # job key -> the fingerprint the new_job_dirs sensor compares, taken before any read
+    watched: dict[str, str] = field(default_factory=dict)
 
     def to_read(self, keys: Iterable[str]) -> list[str]:
         return [k for k in keys if k not in self.unchanged]
@@ -273,8 +283,9 @@ def plan_ingest(
     ``reread``, or without a local ``folder``)."""
     context = ingest_context(review_context)
     state = IngestState(folder, context)
-    contents = job_contents(
-        trials, fingerprints(trials, context) if folder else [None] * len(trials)
-    )
+    prints = fingerprints(trials, context if folder else None)
+    contents = job_contents(trials, (fp for fp, _ in prints))
+    watched = {t.path: w for t, (_, w) in zip(trials, prints, strict=True)}
+    jobs = {j.key: j.fingerprint for j in group_jobs(trials, watched)}
     unchanged = set() if reread else state.unchanged_keys(contents)
-    return IngestPlan(state, contents, unchanged)
+    return IngestPlan(state, contents, unchanged, jobs)

@@ -231,7 +231,7 @@ def run_release(
         # sorted order; a mismatch only means the first run reads its trials itself)
         first = partition_blocks(keys, ingest.to_read(keys), sizes, ingest_run_trials())[:1]
         try:
-            with pinned_discovery(roots, trials) as pin:
+            with pinned_discovery(roots, trials, ingest.watched) as pin:
                 del trials  # the pin holds them until ingest is done
                 prefetch(trials_of_jobs(roots, first[0]) if first else [], options)
                 return _release(

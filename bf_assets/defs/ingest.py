@@ -30,7 +30,7 @@ from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.ranges import backfill_partitions_per_run
 from bf_assets.defs.resources import RunRoots
 from bf_assets.ingest.discovery import group_jobs
-from bf_assets.ingest.pinned import trials_of_jobs
+from bf_assets.ingest.pinned import pinned_fingerprints, trials_of_jobs
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
@@ -238,6 +238,11 @@ def ingest_trials(
     for k in keys:
         if k not in found:
             context.log.warning(f"no trials found for job {k!r}")
+    # What the sensor compares a job directory against, taken before the trials are read
+    # (by the release with its walk, else now), so an edit during the read is a change.
+    watched = pinned_fingerprints(run_roots.roots, keys)
+    if watched is None:
+        watched = {job.key: job.fingerprint for job in group_jobs(refs)}
     selected = set(context.op_execution_context.selected_output_names)
     reviews: list[TrialReview] | None = None
     if selected == {RAW}:
@@ -255,9 +260,9 @@ def ingest_trials(
         }
     meta = _partition_meta(keys, selected, tables, reviews)
     reviews = None  # the next run's reviews may be arriving: hold only the tables
-    for job in group_jobs(refs):  # what the sensor compares a job directory against
-        if RAW in meta and job.key in meta[RAW]:
-            meta[RAW][job.key][JOB_FINGERPRINT] = dg.MetadataValue.text(job.fingerprint)
+    for key, fingerprint in watched.items():
+        if RAW in meta and key in meta[RAW]:
+            meta[RAW][key][JOB_FINGERPRINT] = dg.MetadataValue.text(fingerprint)
     for name in [RAW, *REVIEWED]:
         if name not in selected:
             continue

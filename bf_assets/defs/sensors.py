@@ -7,7 +7,10 @@ log under ``agent/`` landed) gets a new run
 (its ``run_key`` includes the fingerprint) on the existing partition; nothing changed → skip.
 A job the cursor does not know yet (the sensor's first tick, or a partition another path
 ingested, e.g. ``bf-assets release``) is compared with the fingerprint its latest
-``raw_trials`` materialization recorded: unchanged, it is not run again.
+``raw_trials`` materialization recorded: unchanged, it is not run again.  That recorded
+fingerprint is taken before the ingest reads the job's trials (by ``bf-assets release`` with
+its walk, else by the ingest step before its read), so a file that lands while the job is
+read makes the job a change here, never tables left behind their files.
 """
 
 from collections.abc import Mapping

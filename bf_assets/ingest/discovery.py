@@ -22,7 +22,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -417,7 +417,9 @@ def _agent_dirs(path: str | os.PathLike[str]) -> list[str]:
     return [AGENT_DIR, *(f"{AGENT_DIR}/{name}" for name in sorted(subs))]
 
 
-def group_jobs(trials: Iterable[TrialRef]) -> list[JobDir]:
+def group_jobs(trials: Iterable[TrialRef], prints: Mapping[str, str] | None = None) -> list[JobDir]:
+    """The job directories of ``trials``, each with its fingerprint (from the trials'
+    :func:`trial_fingerprint`; ``prints`` maps a trial's path to one already taken)."""
     by_key: dict[str, list[TrialRef]] = {}
     for t in trials:
         by_key.setdefault(t.job_key, []).append(t)
@@ -426,7 +428,8 @@ def group_jobs(trials: Iterable[TrialRef]) -> list[JobDir]:
         refs = sorted(by_key[key], key=lambda t: t.rel_path)
         h = hashlib.sha256()
         for t in refs:
-            h.update(f"{t.rel_path}\0{trial_fingerprint(t.path)}\n".encode())
+            fp = prints.get(t.path) if prints else None
+            h.update(f"{t.rel_path}\0{fp or trial_fingerprint(t.path)}\n".encode())
         jobs.append(
             JobDir(
                 key=key,

@@ -5,18 +5,29 @@ few thousand trials.  Without a pin every run would walk every root again to fin
 partitions' trials (a 100,000-trial release in 50 runs: 50 walks of a million files).  Inside
 :func:`pinned_discovery` the ingest step takes its trials from the release's walk, so every
 run of one release reviews the corpus exactly as that walk found it; outside it (the UI, the
-sensor, a backfill) each run walks the roots itself.
+sensor, a backfill) each run walks the roots itself.  A pin may also hold each job
+directory's fingerprint as the ``new_job_dirs`` sensor computes it, taken with the walk,
+before any trial was read: the ingest records that one (a job directory edited while it was
+read then differs from what was recorded, and the sensor ingests it again).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from bf_assets.ingest.discovery import TrialRef, discover_trials
 
-# roots -> job key -> (position in the walk's order, trial)
-_PINS: dict[tuple[str, ...], dict[str, list[tuple[int, TrialRef]]]] = {}
+
+@dataclass(slots=True)
+class _Pinned:
+    by_job: dict[str, list[tuple[int, TrialRef]]]  # job key -> (position in the walk, trial)
+    watched: dict[str, str]  # job key -> its sensor fingerprint (none when not taken)
+
+
+# roots -> what is pinned for them
+_PINS: dict[tuple[str, ...], _Pinned] = {}
 
 
 def _roots_key(roots: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
@@ -28,15 +39,20 @@ class Pin:
     earlier) :func:`trials_of_jobs` over exactly its roots answers from its trials.  It keeps
     the trials indexed by job, not the list it was given."""
 
-    def __init__(self, roots: Sequence[str | os.PathLike[str]], trials: Sequence[TrialRef]) -> None:
+    def __init__(
+        self,
+        roots: Sequence[str | os.PathLike[str]],
+        trials: Sequence[TrialRef],
+        watched: Mapping[str, str] | None = None,
+    ) -> None:
         self._key = _roots_key(roots)
-        self._by_job = _by_job(trials)
-        self._previous: dict[str, list[tuple[int, TrialRef]]] | None = None
+        self._pinned = _Pinned(_by_job(trials), dict(watched or {}))
+        self._previous: _Pinned | None = None
         self._active = False
 
     def __enter__(self) -> Pin:
         self._previous = _PINS.get(self._key)
-        _PINS[self._key] = self._by_job
+        _PINS[self._key] = self._pinned
         self._active = True
         return self
 
@@ -45,7 +61,7 @@ class Pin:
 
     def unpin(self) -> None:
         """End the pin now: a walk's answers again, and its trials let go."""
-        self._by_job = {}
+        self._pinned = _Pinned({}, {})
         if not self._active:
             return
         self._active = False
@@ -56,10 +72,15 @@ class Pin:
         self._previous = None
 
 
-def pinned_discovery(roots: Sequence[str | os.PathLike[str]], trials: Sequence[TrialRef]) -> Pin:
-    """Pin ``trials`` (the result of ``discover_trials(roots)``) for ``roots``: ``with
+def pinned_discovery(
+    roots: Sequence[str | os.PathLike[str]],
+    trials: Sequence[TrialRef],
+    watched: Mapping[str, str] | None = None,
+) -> Pin:
+    """Pin ``trials`` (the result of ``discover_trials(roots)``) for ``roots``, with the job
+    directories' sensor fingerprints ``watched`` when they were taken: ``with
     pinned_discovery(roots, trials) as pin: ...``."""
-    return Pin(roots, trials)
+    return Pin(roots, trials, watched)
 
 
 def _by_job(trials: Sequence[TrialRef]) -> dict[str, list[tuple[int, TrialRef]]]:
@@ -78,5 +99,16 @@ def trials_of_jobs(
     wanted = set(job_keys)
     if pin is None:
         return [t for t in discover_trials(roots) if t.job_key in wanted]
-    picked = sorted((it for k in wanted for it in pin.get(k, ())), key=lambda it: it[0])
+    picked = sorted((it for k in wanted for it in pin.by_job.get(k, ())), key=lambda it: it[0])
     return [t for _, t in picked]
+
+
+def pinned_fingerprints(
+    roots: Sequence[str | os.PathLike[str]], job_keys: Collection[str]
+) -> dict[str, str] | None:
+    """The sensor fingerprints of the job directories ``job_keys`` taken with the pinned walk
+    of these roots; None when there is no pin, or it lacks one of them."""
+    pin = _PINS.get(_roots_key(roots))
+    if pin is None or any(k not in pin.watched for k in job_keys):
+        return None
+    return {k: pin.watched[k] for k in job_keys}
