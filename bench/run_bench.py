@@ -1218,6 +1218,14 @@ class Bench:
             self.context,
         )
 
+    def _small_corpus(self) -> Corpus:
+        """The small corpus, named, and read once unless ``--no-prewarm``."""
+        corpus = self.corpora.trials(self.sizes.small)
+        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        return corpus
+
     def _release_ready(self, what: str) -> bool:
         print(f"\n== {what} ==")
         if self.tools.skip_ours:
@@ -1250,10 +1258,7 @@ class Bench:
     def dagster(self) -> None:
         if not self._release_ready("dagster: bf-assets release vs bf-assets review, small corpus"):
             return
-        corpus = self.corpora.trials(self.sizes.small)
-        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
-        if not self.args.no_prewarm:
-            prewarm(corpus.jobs)
+        corpus = self._small_corpus()
         sides = self._release_sides(corpus)
         ms = run_sides(sides, self.args.runs, self.tools)
         stats = [side_stats(s, ms[s.key]) for s in sides]
@@ -1360,10 +1365,7 @@ class Bench:
                 f"{self.tools.cache_flag or '(no flag)'} (set --cache-flag)"
             )
             return
-        corpus = self.corpora.trials(self.sizes.small)
-        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
-        if not self.args.no_prewarm:
-            prewarm(corpus.jobs)
+        corpus = self._small_corpus()
         holder: dict[str, Path] = {}
 
         def first() -> Invocation:
@@ -1410,10 +1412,7 @@ class Bench:
             "release-again: a second bf-assets release of the unchanged small corpus vs the first"
         ):
             return
-        corpus = self.corpora.trials(self.sizes.small)
-        print(f"  corpus: {corpus.n_trials:,} trials ({corpus.root})")
-        if not self.args.no_prewarm:
-            prewarm(corpus.jobs)
+        corpus = self._small_corpus()
         holder: dict[str, Path] = {}
 
         def first() -> Invocation:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,13 @@ def isolated_release(
     monkeypatch.setenv("BF_WAREHOUSE", str(base / "warehouse"))
     monkeypatch.setenv("BF_STAGING_DIR", str(base / "staging"))
     return main(["release", "--runs", str(jobs), "--tasks", str(tasks), "--out", str(out), *extra])
+
+
+def published_digests(out: Path) -> dict[str, str]:
+    """sha256 of every file of the release ``out`` points to, by path within it."""
+    root = out.resolve()
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }

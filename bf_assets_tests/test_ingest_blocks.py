@@ -3,7 +3,6 @@ trials at most), and the release it publishes is the same, byte for byte."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +12,7 @@ from bf_assets.batch import inventory
 from bf_assets.cli.release import partition_blocks
 from bf_assets.ingest import discovery
 from bf_assets.sample.generator import generate_corpus
-from bf_assets_tests.releasekit import isolated_release
+from bf_assets_tests.releasekit import isolated_release, published_digests
 
 
 def test_blocks_respect_the_order_and_the_trial_budget() -> None:
@@ -26,15 +25,6 @@ def test_blocks_respect_the_order_and_the_trial_budget() -> None:
     blocks = partition_blocks(order, order, sizes, 50)
     assert [k for b in blocks for k in b] == order
     assert all(sum(sizes[k] for k in b) <= 50 or len(b) == 1 for b in blocks)
-
-
-def _digests(out: Path) -> dict[str, str]:
-    root = out.resolve()
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _release(tmp: Path, corpus: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -85,5 +75,5 @@ def test_a_release_in_bounded_ingest_runs_publishes_the_same_bytes(
         ingest = inst.get_run_records(dg.RunsFilter(job_name="ingest_job"))
         assert len(ingest) == 3
         assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in ingest)
-    a, b = _digests(whole), _digests(split)
+    a, b = published_digests(whole), published_digests(split)
     assert a and a == b

@@ -18,14 +18,13 @@ from bf_assets.batch.ingest_state import (
     INGEST_TABLES,
     STATE_FILE,
     IngestState,
-    fingerprints,
     ingest_context,
     job_contents,
+    job_prints,
     plan_ingest,
     table_file,
 )
 from bf_assets.ingest.discovery import discover_jobs, discover_trials
-from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
 from bf_assets.sample.generator import generate_corpus
 
 
@@ -172,15 +171,16 @@ def test_a_tampered_entry_is_not_trusted(tmp_path: Path, corpus: Path) -> None:
 def test_contents_and_fingerprints(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trials = discover_trials([corpus])
     ctx = ingest_context("ctx")
-    prints = fingerprints(trials, ctx)
-    assert prints == [(trial_fingerprint(t, ctx), watch_fingerprint(t.path)) for t in trials]
-    monkeypatch.setattr(ingest_state, "PARALLEL_MIN", 0)  # the worker pool: the same answers
-    monkeypatch.setattr(ingest_state, "FINGERPRINT_CHUNK", 7)
-    assert fingerprints(trials, ctx) == prints
-    assert fingerprints(trials, None) == [(None, w) for _, w in prints]
-    fps = [fp for fp, _ in prints]
+    fps = [trial_fingerprint(t, ctx) for t in trials]
     contents = job_contents(trials, fps)
     assert len(set(contents.values())) == 3 and None not in contents.values()
+    watched = {j.key: j.fingerprint for j in discover_jobs([corpus])}
+    expected = sorted((k, contents[k], watched[k]) for k in contents)
+    assert sorted(job_prints(trials, ctx)) == expected
+    monkeypatch.setattr(ingest_state, "PARALLEL_MIN", 0)  # the worker pool: the same answers
+    monkeypatch.setattr(ingest_state, "FINGERPRINT_CHUNK", 7)
+    assert sorted(job_prints(trials, ctx)) == expected
+    assert sorted(job_prints(trials, None)) == [(k, None, w) for k, _, w in expected]
     # the order the walk found the trials in does not matter; a missing fingerprint does
     assert job_contents(trials[::-1], fps[::-1]) == contents
     lost = list(fps)

@@ -4,7 +4,6 @@ publishes."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -16,16 +15,7 @@ from bf_assets.batch.ingest_state import table_file
 from bf_assets.batch.places import local_tables
 from bf_assets.cli.main import main
 from bf_assets.sample.generator import generate_corpus
-from bf_assets_tests.releasekit import isolated_release
-
-
-def _digests(out: Path) -> dict[str, str]:
-    root = out.resolve()
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+from bf_assets_tests.releasekit import isolated_release, published_digests
 
 
 def _ingest_runs() -> int:
@@ -53,12 +43,12 @@ def test_only_what_changed_is_read_again(
         return _partitions_line(capsys.readouterr().out)
 
     assert release(a) == "job partitions:  3 read, 0 unchanged since the last release"
-    first = _digests(a / "out")
+    first = published_digests(a / "out")
     assert release(a) == "job partitions:  0 read, 3 unchanged since the last release"
-    assert _digests(a / "out") == first
+    assert published_digests(a / "out") == first
     assert _ingest_runs() == 1  # nothing was ingested the second time
     release(b)  # the same first release, on an instance and a warehouse of its own
-    assert _digests(b / "out") == first
+    assert published_digests(b / "out") == first
 
     # in the second job directory, one trial gets a new verifier reward and one is removed
     second = sorted(p for p in jobs.iterdir() if p.is_dir())[1]
@@ -68,12 +58,12 @@ def test_only_what_changed_is_read_again(
     (trials[0] / "result.json").write_text(json.dumps(result))
     shutil.rmtree(trials[1])
     assert release(a) == "job partitions:  1 read, 2 unchanged since the last release"
-    changed = _digests(a / "out")
+    changed = published_digests(a / "out")
     assert changed != first  # the change is in what was published
     assert _ingest_runs() == 2
     # the same bytes as the release that read every job directory again (--reread)
     assert release(b, "--reread") == "job partitions:  3 read, 0 unchanged since the last release"
-    assert _digests(b / "out") == changed
+    assert published_digests(b / "out") == changed
 
     # a table written by someone else since (here: lost) is made again
     monkeypatch.setenv("BF_WAREHOUSE", str(a / "warehouse"))  # a's warehouse
@@ -82,11 +72,11 @@ def test_only_what_changed_is_read_again(
     key = f"jobs/{second.name}"
     table_file(folder, "skill_audit", key).unlink()
     assert release(a) == "job partitions:  1 read, 2 unchanged since the last release"
-    assert _digests(a / "out") == changed
+    assert published_digests(a / "out") == changed
     # a new instance over the same warehouse has none of those materializations: all read
     shutil.rmtree(a / "home")
     assert release(a) == "job partitions:  3 read, 0 unchanged since the last release"
-    assert _digests(a / "out") == changed
+    assert published_digests(a / "out") == changed
 
 
 def test_reread_is_in_the_help(capsys: pytest.CaptureFixture[str]) -> None:

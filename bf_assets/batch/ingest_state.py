@@ -93,20 +93,44 @@ def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]
     ]
 
 
-def fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
-    """Each trial's two fingerprints, in order: the review cache's under ``context`` (None
-    where the trial has none, or without a context) and the one the ``new_job_dirs`` sensor
-    compares job directories by; a large batch on every core."""
-    if len(refs) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        return _fingerprints(refs, context)
+JobPrints = tuple[str, str | None, str]  # job key, content digest, the sensor's fingerprint
+
+
+def _job_prints(jobs: Sequence[Sequence[TrialRef]], context: str | None) -> list[JobPrints]:
+    out: list[JobPrints] = []
+    for refs in jobs:
+        prints = _fingerprints(refs, context)
+        (content,) = job_contents(refs, (fp for fp, _ in prints)).values()
+        watched = {t.path: w for t, (_, w) in zip(refs, prints, strict=True)}
+        (job,) = group_jobs(refs, watched)
+        out.append((job.key, content, job.fingerprint))
+    return out
+
+
+def job_prints(trials: Sequence[TrialRef], context: str | None) -> list[JobPrints]:
+    """Per job directory of ``trials``: its key, the digest of its trials' review-cache
+    fingerprints under ``context`` (None where a trial has none, or without a context) and
+    the fingerprint the ``new_job_dirs`` sensor compares it by.  A large batch on every core,
+    whole jobs to a task: only the per-job digests come back (bounded memory)."""
+    by_job: dict[str, list[TrialRef]] = {}
+    for t in trials:
+        by_job.setdefault(t.job_key, []).append(t)
+    jobs = list(by_job.values())
+    if len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+        return _job_prints(jobs, context)
     from bf_assets.batch.run import fork_pool
 
+    tasks: list[list[list[TrialRef]]] = [[]]
+    size = 0
+    for refs in jobs:
+        if size >= FINGERPRINT_CHUNK:
+            tasks.append([])
+            size = 0
+        tasks[-1].append(refs)
+        size += len(refs)
     with fork_pool(os.cpu_count() or 1) as pool:
-        parts = [
-            pool.submit(_fingerprints, refs[i : i + FINGERPRINT_CHUNK], context)
-            for i in range(0, len(refs), FINGERPRINT_CHUNK)
-        ]
-        return [fp for part in parts for fp in part.result()]
+        parts = [pool.submit(_job_prints, task, context) for task in tasks]
+        return [jp for part in parts for jp in part.result()]
 
 
 def job_contents(refs: Iterable[TrialRef], fps: Iterable[str | None]) -> dict[str, str | None]:
@@ -283,9 +307,8 @@ def plan_ingest(
     ``reread``, or without a local ``folder``)."""
     context = ingest_context(review_context)
     state = IngestState(folder, context)
-    prints = fingerprints(trials, context if folder else None)
-    contents = job_contents(trials, (fp for fp, _ in prints))
-    watched = {t.path: w for t, (_, w) in zip(trials, prints, strict=True)}
-    jobs = {j.key: j.fingerprint for j in group_jobs(trials, watched)}
+    prints = job_prints(trials, context if folder else None)
+    contents = {key: content for key, content, _ in prints}
+    watched = {key: fingerprint for key, _, fingerprint in prints}
     unchanged = set() if reread else state.unchanged_keys(contents)
-    return IngestPlan(state, contents, unchanged, jobs)
+    return IngestPlan(state, contents, unchanged, watched)
