@@ -170,27 +170,19 @@ class IngestState:
         self.folder = folder
         self.context = context
         self._entries: dict[str, dict[str, object]] = {}
-        self.problem: str | None = None  # why an existing state was not used
         if folder is not None:
             self._load(folder / STATE_FILE)
 
-    @property
-    def path(self) -> Path | None:
-        return self.folder / STATE_FILE if self.folder is not None else None
-
     def _load(self, path: Path) -> None:
+        """The entries of the state file at ``path``; none when it is missing, too large,
+        unreadable, of another format or made under another context."""
         try:
             if path.stat().st_size > MAX_STATE_BYTES:
-                self.problem = f"{path.name} is over {MAX_STATE_BYTES} bytes"
                 return
             doc = orjson.loads(path.read_bytes())
-        except FileNotFoundError:
-            return
-        except (OSError, orjson.JSONDecodeError) as exc:
-            self.problem = f"{path.name} is unreadable ({type(exc).__name__})"
+        except (OSError, orjson.JSONDecodeError):
             return
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            self.problem = f"{path.name} has another format"
             return
         if doc.get("context") != self.context:
             return  # other code, options or task tree: nothing of it applies

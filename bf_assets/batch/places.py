@@ -57,25 +57,27 @@ def namespaced_warehouse(base: str, roots: Sequence[str]) -> str:
     return f"{base.rstrip('/')}/{roots_namespace(roots)}"
 
 
+def _local_base(wh: str) -> Path | None:
+    """The warehouse ``wh`` as a folder of this machine; None for an object store."""
+    if "://" in wh and not wh.startswith("file://"):
+        return None
+    return Path(wh.removeprefix("file://"))
+
+
 def local_tables(roots: Sequence[str]) -> Path | None:
     """The run roots' folder of the warehouse where the tables are (``namespaced_warehouse``)
     when it is on this machine's filesystem; None for an object store."""
-    wh = warehouse_dir()
-    if "://" in wh and not wh.startswith("file://"):
-        return None
-    return Path(namespaced_warehouse(wh.removeprefix("file://"), roots))
+    base = _local_base(warehouse_dir())
+    return None if base is None else Path(namespaced_warehouse(str(base), roots))
 
 
 def local_warehouse(roots: Sequence[str] | None = None) -> Path:
     """The warehouse as a local folder (for files people open: reports, staged bundles),
     the run roots' own sub-folder when ``roots`` is given; ``data/`` under the repo when the
     warehouse is not on this machine's filesystem."""
-    wh = warehouse_dir()
-    base = (
-        project_dir() / "data"
-        if "://" in wh and not wh.startswith("file://")
-        else Path(wh.removeprefix("file://"))
-    )
+    base = _local_base(warehouse_dir())
+    if base is None:
+        base = project_dir() / "data"
     return base / roots_namespace(roots) if roots is not None else base
 
 
