@@ -257,13 +257,40 @@ def test_an_agent_log_arriving_late_changes_the_job_fingerprint(trial: Trial) ->
     assert discover_jobs([trial.root])[0].fingerprint == again.fingerprint  # stable
 
 
+def test_a_file_anywhere_in_the_trial_changes_the_job_fingerprint(trial: Trial) -> None:
+    """The sensor's fingerprint covers the whole trial tree the review reads: a file landing
+    in ``artifacts/`` or ``sessions/``, deep in an agent's folders, or a file rewritten with
+    its size and mtime put back, is a change; a file of a nested trial is not (that trial
+    is fingerprinted on its own)."""
+    seen = {discover_jobs([trial.root])[0].fingerprint}
+
+    def changed() -> None:
+        [job] = discover_jobs([trial.root])
+        assert job.fingerprint not in seen
+        seen.add(job.fingerprint)
+
+    trial.write_text("artifacts/output.csv", "a,b\n")
+    changed()
+    trial.write_text("sessions/s1/events.jsonl", "{}\n")
+    changed()
+    trial.write_text("agent/episode-0/turn-1/response.json", "{}")
+    changed()
+    target = trial.path / "artifacts/output.csv"
+    st = target.stat()
+    target.write_text("x,y\n")  # same size
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime put back
+    changed()
+    # unchanged files: the same fingerprint every time
+    assert discover_jobs([trial.root])[0].fingerprint in seen
+
+
 def test_job_fingerprints_from_fingerprints_already_taken(runs_root: Path) -> None:
     from bf_assets.ingest.discovery import discover_trials, group_jobs, trial_fingerprint
 
     build_trial(runs_root, rollout_id="aaaa0001")
     build_trial(runs_root, rollout_id="bbbb0002")
     trials = discover_trials([runs_root])
-    taken = {t.path: trial_fingerprint(t.path) for t in trials}
+    taken = {t.path: trial_fingerprint(t) for t in trials}
     assert group_jobs(trials, taken) == group_jobs(trials) == discover_jobs([runs_root])
     # a fingerprint given is the one used (it is not taken again)
     stale = {**taken, trials[0].path: "0" * 64}

@@ -116,6 +116,23 @@ def test_result_json_appearing_requests_a_new_run(jobs_root: Path, tmp_path: Pat
         assert second.run_requests[0].run_key != first.run_requests[0].run_key
 
 
+def test_an_artifact_landing_late_requests_a_new_run(jobs_root: Path) -> None:
+    """The review reads the whole trial tree (the gate's file-name and link checks cover
+    ``artifacts/``): a file landing there after the job was seen is a change the sensor
+    acts on, not only a change to the result, trajectories, verifier or agent logs."""
+    trial = next(p for p in sorted((jobs_root / JOB).iterdir()) if p.is_dir())
+    with dg.instance_for_test() as instance:
+        first = tick(instance, jobs_root, None)
+        assert isinstance(first, dg.SensorResult)
+        assert isinstance(tick(instance, jobs_root, first.cursor), dg.SkipReason)
+        (trial / "artifacts").mkdir(exist_ok=True)
+        (trial / "artifacts" / ".env").write_text("OPENAI_API_KEY=sk-late\n")
+        second = tick(instance, jobs_root, first.cursor)
+        assert isinstance(second, dg.SensorResult)
+        assert [r.partition_key for r in second.run_requests] == [KEY]
+        assert second.run_requests[0].run_key != first.run_requests[0].run_key
+
+
 def test_lost_cursor_requests_runs_without_re_adding_partitions(jobs_root: Path) -> None:
     with dg.instance_for_test() as instance:
         first = tick(instance, jobs_root, None)

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tempfile
-from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context, stat_state
 
 if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
@@ -44,83 +44,6 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-# A tree with more entries than this is not digested: it is never a cache hit.
-MAX_TREE_ENTRIES = 200_000
-
-
-def _enc(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
-
-
-class _TooBig(Exception):
-    pass
-
-
-def _digest_tree(
-    h: Any,
-    base: str,
-    *,
-    descend: Callable[[os.DirEntry[str], str], bool],
-    follow: Callable[[str], bool],
-) -> None:
-    """Feed ``h`` one line per entry under ``base``, depth first in name order.
-
-    A file counts by its ``stat`` (a link adds its target and the target's ``stat``); a
-    directory is entered when ``descend(entry, rel)`` says so, a linked one only when
-    ``follow(path)`` does too, and each real directory (device and inode) at most once."""
-    try:
-        top = os.stat(base)
-    except OSError:
-        h.update(b"unlistable\n")
-        return
-    seen = {(top.st_dev, top.st_ino)}
-    stack = [(base, "")]
-    count = 0
-    while stack:
-        d, prefix = stack.pop()
-        try:
-            entries = sorted(os.scandir(d), key=lambda e: e.name)
-        except OSError as exc:
-            h.update(_enc(f"{prefix}\0unlistable {exc.errno}\n"))
-            continue
-        for e in entries:
-            count += 1
-            if count > MAX_TREE_ENTRIES:
-                raise _TooBig(base)
-            rel = prefix + e.name
-            try:
-                st = e.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            target = ""
-            if stat.S_ISLNK(st.st_mode):
-                try:
-                    target = os.readlink(e.path)
-                except OSError:
-                    target = "?"
-                try:
-                    st = os.stat(e.path)
-                except OSError:
-                    h.update(_enc(f"{rel}\0link {target}\0dangling\n"))
-                    continue
-                if stat.S_ISDIR(st.st_mode) and not follow(e.path):
-                    h.update(_enc(f"{rel}\0link {target}\0{_state(st)}\n"))
-                    continue
-            if stat.S_ISDIR(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                entered = key not in seen and descend(e, rel)
-                h.update(_enc(f"{rel}/\0link {target}\0{'in' if entered else 'out'}\n"))
-                if entered:
-                    seen.add(key)
-                    stack.append((e.path, rel + "/"))
-                continue
-            h.update(_enc(f"{rel}\0link {target}\0{_state(st)}\n"))
-
-
-def _state(st: os.stat_result) -> str:
-    return f"{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
-
-
 def tree_digest(path: str | None) -> str:
     """Stat digest of a directory tree (the task tree the skill audit reads), through its
     directory links (the audits read through them); a tree too big to digest gets a digest
@@ -137,8 +60,8 @@ def _tree_digest(path: str | None, generation: int) -> str:
         return "-"
     h = hashlib.sha256()
     try:
-        _digest_tree(h, path, descend=lambda e, rel: True, follow=lambda p: True)
-    except _TooBig:
+        digest_tree(h, path, descend=lambda e, rel: True, follow=lambda p: True)
+    except TreeTooBig:
         return "uncacheable " + os.urandom(16).hex()
     return h.hexdigest()
 
@@ -146,42 +69,20 @@ def _tree_digest(path: str | None, generation: int) -> str:
 def link_target_state(path: str) -> str:
     """What a link leads to: the target's own stat, so a rewritten target is a miss too."""
     try:
-        st = os.stat(path)
+        return stat_state(os.stat(path))
     except OSError:
         return "dangling"
-    return f"{st.st_mode}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}"
 
 
-def trial_fingerprint(ref: TrialRef, context: str) -> str | None:
-    """Fingerprint of a trial and everything its review depends on; None when unreadable.
+def trial_fingerprint(ref: TrialRef, context: str, tree: str | None = None) -> str | None:
+    """Fingerprint of a trial and everything its review depends on (``context``): the stat
+    digest of every file of the trial (:func:`bf_assets.ingest.discovery.trial_tree`;
+    ``tree``, when already taken) under ``context``; None when the trial has none."""
+    if tree is None:
+        from bf_assets.ingest.discovery import trial_tree
 
-    Nested trials (a top-level directory holding trial markers) are left out: they are
-    reviewed on their own.  A directory link is followed while it stays in the run root
-    (the readers refuse the others: they count by their target)."""
-    from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS
-
-    h = hashlib.sha256(
-        _enc(f"{context}\0{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n")
-    )
-    real_root = os.path.realpath(ref.root)
-
-    def within(p: str) -> bool:
-        real = os.path.realpath(p)
-        return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
-
-    def descend(e: os.DirEntry[str], rel: str) -> bool:
-        return (
-            "/" in rel
-            or e.name in TRIAL_ARTIFACT_DIRS
-            or not any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
-        )
-
-    try:
-        os.scandir(ref.path).close()  # an unlistable trial has no fingerprint
-        _digest_tree(h, ref.path, descend=descend, follow=within)
-    except (OSError, _TooBig):
-        return None
-    return h.hexdigest()
+        tree = trial_tree(ref)
+    return None if tree is None else in_context(context, tree)
 
 
 class ReviewCache:

@@ -13,7 +13,8 @@ both still hold:
   follow; :func:`bf_assets.batch.cache.trial_fingerprint`), under a context that holds the
   source of the whole package, the review options and the task tree's state.  The
   fingerprints are taken before the trials are read, so an edit during the read is a change
-  next time.  A trial without a fingerprint (unlistable, too many files) makes its partition
+  next time; one walk of each trial gives this fingerprint and the sensor's.  A trial
+  without a fingerprint (unlistable, too many files) makes its partition
   always read;
 * its **tables**: size, mtime, ctime and inode of each of the five files, as they were just
   after the run that wrote them succeeded.  A table written since by anyone else (a
@@ -37,7 +38,7 @@ from pathlib import Path
 import orjson
 
 from bf_assets.batch.cache import code_digest, trial_fingerprint
-from bf_assets.ingest.discovery import TrialRef, group_jobs
+from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_tree
 from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
 
 STATE_FILE = ".ingest-state.json"
@@ -87,10 +88,13 @@ Prints = tuple[str | None, str]  # (review-cache fingerprint, the sensor's trial
 
 
 def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
-    return [
-        (trial_fingerprint(r, context) if context is not None else None, watch_fingerprint(r.path))
-        for r in refs
-    ]
+    """Both fingerprints of each trial, from one walk of its tree."""
+    out: list[Prints] = []
+    for r in refs:
+        tree = trial_tree(r)
+        fp = trial_fingerprint(r, context, tree) if context is not None and tree else None
+        out.append((fp, watch_fingerprint(r, tree)))
+    return out
 
 
 JobPrints = tuple[str, str | None, str]  # job key, content digest, the sensor's fingerprint

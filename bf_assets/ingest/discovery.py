@@ -34,6 +34,7 @@ from bf_assets.ingest.layout import (
     layout_of_result,
 )
 from bf_assets.ingest.readers import READ_FLAGS, ReadLimits, escape_name, read_document
+from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, enc, within
 
 # Sub-directories of a trial that hold its artifacts; never searched for nested trials
 # (an agent can write anything, including a ``result.json``, under ``artifacts/``).
@@ -369,12 +370,40 @@ class JobDir:
     fingerprint: str  # changes when a trial is added or removed or a trial file changes
 
 
-def trial_fingerprint(path: str | os.PathLike[str]) -> str:
-    """Digest of names, sizes and mtimes of a trial's files (top level, ``trajectory/``,
-    ``verifier/``, and ``agent/`` with its folders one level down, where Harbor's agents log:
-    ``agent/command-N/stdout.txt``, ``agent/episode-N/``…; a link is followed: an edit behind
-    it changes the digest).  A trial with no ``agent/`` digests as it did before that folder
-    was counted."""
+def trial_tree(ref: TrialRef) -> str | None:
+    """Stat digest of every file of a trial (:func:`~bf_assets.ingest.treeprint.digest_tree`)
+    with its place in the run root; None when the trial cannot be listed or has more than
+    ``MAX_TREE_ENTRIES`` entries.  Nested trials (a directory holding trial markers) are left
+    out: they are trials of their own.  A directory link is followed while it stays in the
+    run root (the readers refuse the others: they count by their target)."""
+    h = hashlib.sha256(enc(f"{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n"))
+
+    def descend(e: os.DirEntry[str], rel: str) -> bool:
+        return (
+            "/" in rel
+            or e.name in TRIAL_ARTIFACT_DIRS
+            or not any(os.path.lexists(os.path.join(e.path, m)) for m in TRIAL_MARKERS)
+        )
+
+    try:
+        os.scandir(ref.path).close()  # an unlistable trial has no digest
+        digest_tree(h, ref.path, descend=descend, follow=within(ref.root))
+    except (OSError, TreeTooBig):
+        return None
+    return h.hexdigest()
+
+
+def trial_fingerprint(ref: TrialRef, tree: str | None = None) -> str:
+    """What the ``new_job_dirs`` sensor compares a trial by: :func:`trial_tree` (``tree``,
+    when already taken), so a file landing or changing anywhere in the trial (``artifacts/``,
+    ``sessions/``, an agent's log folders) is a change; for a trial too big or unlistable for
+    that, the names, sizes and times of its top-level, ``trajectory/``, ``verifier/`` and
+    ``agent/`` files (one level down)."""
+    tree = tree if tree is not None else trial_tree(ref)
+    return tree if tree is not None else "inventory " + _inventory_print(ref.path)
+
+
+def _inventory_print(path: str | os.PathLike[str]) -> str:
     h = hashlib.sha256()
     for sub in ("", "trajectory", "verifier", *_agent_dirs(path)):
         d = Path(path) / sub if sub else Path(path)
@@ -429,7 +458,7 @@ def group_jobs(trials: Iterable[TrialRef], prints: Mapping[str, str] | None = No
         h = hashlib.sha256()
         for t in refs:
             fp = prints.get(t.path) if prints else None
-            h.update(f"{t.rel_path}\0{fp or trial_fingerprint(t.path)}\n".encode())
+            h.update(enc(f"{t.rel_path}\0{fp or trial_fingerprint(t)}\n"))
         jobs.append(
             JobDir(
                 key=key,
