@@ -19,9 +19,10 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _count_walks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Walks of a run root (the whole walk, or the walk of the way to some job directories)."""
     walks: list[object] = []
-    real = discovery.walk_roots
-    monkeypatch.setattr(discovery, "walk_roots", lambda *a: walks.append(a) or real(*a))
+    real = discovery._walk_root
+    monkeypatch.setattr(discovery, "_walk_root", lambda *a: walks.append(a) or real(*a))
     return walks
 
 
@@ -38,7 +39,7 @@ def test_inside_the_pin_a_run_gets_its_jobs_trials_in_walk_order_without_walking
         assert got == [t for t in trials if t.job_key in {keys[0], keys[2]}]
         assert trials_of_jobs([jobs], ["no-such-job"]) == []
     assert walks == []
-    # outside it (the UI, the sensor), a run walks the roots itself and sees new trials
+    # outside it (the UI, the sensor), a run walks the way to its jobs and sees new trials
     assert trials_of_jobs([jobs], keys) == trials
     assert len(walks) == 1
 

@@ -5,10 +5,10 @@ few thousand trials.  Without a pin every run would walk every root again to fin
 partitions' trials (a 100,000-trial release in 50 runs: 50 walks of a million files).  Inside
 :func:`pinned_discovery` the ingest step takes its trials from the release's walk, so every
 run of one release reviews the corpus exactly as that walk found it; outside it (the UI, the
-sensor, a backfill) each run walks the roots itself.  A pin may also hold each job
-directory's fingerprint as the ``new_job_dirs`` sensor computes it, taken with the walk,
-before any trial was read: the ingest records that one (a job directory edited while it was
-read then differs from what was recorded, and the sensor ingests it again).
+sensor, a backfill) each run walks only the way to its own job directories.  A pin may also
+hold each job directory's fingerprint as the ``new_job_dirs`` sensor computes it, taken with
+the walk, before any trial was read: the ingest records that one (a job directory edited
+while it was read then differs from what was recorded, and the sensor ingests it again).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from bf_assets.ingest.discovery import TrialRef, discover_trials
+from bf_assets.ingest.discovery import TrialRef, trials_in_jobs
 
 
 @dataclass(slots=True)
@@ -94,11 +94,12 @@ def trials_of_jobs(
     roots: Sequence[str | os.PathLike[str]], job_keys: Collection[str]
 ) -> list[TrialRef]:
     """The trials of the job partitions ``job_keys``, in discovery order: from the pinned walk
-    of these roots when there is one, else from a new walk."""
+    of these roots when there is one, else from a walk of just those job directories
+    (:func:`~bf_assets.ingest.discovery.trials_in_jobs`)."""
     pin = _PINS.get(_roots_key(roots))
     wanted = set(job_keys)
     if pin is None:
-        return [t for t in discover_trials(roots) if t.job_key in wanted]
+        return trials_in_jobs(roots, wanted)
     picked = sorted((it for k in wanted for it in pin.by_job.get(k, ())), key=lambda it: it[0])
     return [t for _, t in picked]
 
