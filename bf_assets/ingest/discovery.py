@@ -22,7 +22,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,7 +229,7 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
     return out
 
 
-class _WholeWalkNeeded(Exception):
+class WholeWalkNeeded(Exception):
     """A pruned walk met a directory link inside the root on its way."""
 
 
@@ -279,7 +279,7 @@ def trials_in_jobs(
                 walk = _walk_root(root_s, [], set(), _JobPaths(root_s, wanted))
                 out.extend(sort_refs(t for t in walk if t.job_key in wanted))
             return out
-        except _WholeWalkNeeded:
+        except WholeWalkNeeded:
             pass
     return [t for t in discover_trials(roots) if t.job_key in wanted]
 
@@ -310,9 +310,13 @@ def _walk_root(
     skipped: list[tuple[str, str]],
     seen_real: set[str],
     prune: _JobPaths | None = None,
+    reuse: Callable[[str], bool] | None = None,
 ) -> Iterator[TrialRef]:
     """The trials under one root, in walk order; with ``prune``, only the directories that
-    may hold a trial of its job partitions are entered (:func:`trials_in_jobs`)."""
+    may hold a trial of its job partitions are entered (:func:`trials_in_jobs`); a directory
+    for which ``reuse(path)`` is true is not entered (its caller knows what it holds:
+    :mod:`bf_assets.ingest.jobmemo`).  Both raise ``WholeWalkNeeded`` at a directory link
+    inside the root."""
     real_root = os.path.realpath(root_s)
     stack: list[tuple[str, str]] = [(root_s, real_root)]
     # Linked directories inside the root are walked after every real one, so a trial is
@@ -323,6 +327,8 @@ def _walk_root(
         if real in seen_real:
             continue
         seen_real.add(real)
+        if reuse is not None and reuse(d):
+            continue
         try:
             entries = list(os.scandir(d))
         except OSError as exc:
@@ -354,10 +360,10 @@ def _walk_root(
                         if escaped is not None:
                             yield escaped
                         continue
-                    if prune is not None:
+                    if prune is not None or reuse is not None:
                         # whether the whole walk reaches the target by a real path first
                         # (then the link adds nothing) only the whole walk can tell
-                        raise _WholeWalkNeeded(child)
+                        raise WholeWalkNeeded(child)
                     linked.append((child, target))
                     continue
                 if not e.is_dir(follow_symlinks=False):

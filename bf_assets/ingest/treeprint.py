@@ -39,13 +39,15 @@ def digest_tree(
     *,
     descend: Callable[[os.DirEntry[str], str], bool],
     follow: Callable[[str], bool],
+    on_link: Callable[[str], None] | None = None,
 ) -> None:
     """Feed ``h`` one line per entry under ``base``, depth first in name order.
 
     A file counts by its ``stat`` (a link adds its target and the target's ``stat``); a
     directory is entered when ``descend(entry, rel)`` says so, a linked one only when
     ``follow(path)`` does too, and each real directory (device and inode) at most once.
-    Raises :class:`TreeTooBig` past :data:`MAX_TREE_ENTRIES` entries."""
+    ``on_link(rel)`` is told of every link met.  Raises :class:`TreeTooBig` past
+    :data:`MAX_TREE_ENTRIES` entries."""
     try:
         top = os.stat(base)
     except OSError:
@@ -72,6 +74,8 @@ def digest_tree(
                 continue
             target = ""
             if stat.S_ISLNK(st.st_mode):
+                if on_link is not None:
+                    on_link(rel)
                 try:
                     target = os.readlink(e.path)
                 except OSError:
@@ -110,3 +114,24 @@ def within(root: str) -> Callable[[str], bool]:
 def in_context(context: str, tree: str) -> str:
     """A tree digest under a context (what else the result depends on)."""
     return hashlib.sha256(enc(f"{context}\0{tree}")).hexdigest()
+
+
+class _HasLink(Exception):
+    pass
+
+
+def _has_link(_rel: str) -> None:
+    raise _HasLink
+
+
+def linkless_tree(path: str) -> str | None:
+    """Stat digest of every entry under ``path`` (the tree's own content, whatever it holds);
+    None when the tree holds a link (what is behind a directory link is not in the digest),
+    cannot be listed, or is too big."""
+    h = hashlib.sha256()
+    try:
+        os.scandir(path).close()
+        digest_tree(h, path, descend=lambda e, rel: True, follow=lambda p: False, on_link=_has_link)
+    except (OSError, TreeTooBig, _HasLink):
+        return None
+    return h.hexdigest()
