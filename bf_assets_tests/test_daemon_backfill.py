@@ -10,6 +10,7 @@ is timed: the loop's sleeps are recorded, not waited for.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,6 +180,38 @@ def test_the_ui_needs_an_instance_folder(
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     assert main(["ui", "-w", str(REPO / "workspace.yaml")]) == 2
     assert "DAGSTER_HOME" in capsys.readouterr().err
+
+
+def test_the_ui_makes_the_instance_storage_before_starting_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a new home the webserver and the daemon would both create and stamp the same
+    SQLite databases at once (two schema versions in ``runs.db``, and the code location then
+    fails to load): the storage is made once, in one process, before either starts."""
+    import sqlite3
+
+    from bf_assets.cli import ui
+
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    seen: list[list[str]] = []
+
+    def started(commands: dict[str, list[str]], env: dict[str, str]) -> int:
+        runs = home / "history" / "runs.db"
+        with sqlite3.connect(runs) as db:
+            seen.append([r[0] for r in db.execute("select version_num from alembic_version")])
+        return 0
+
+    monkeypatch.setattr(ui, "supervise", started)
+    assert main(["ui", "-w", str(REPO / "workspace.yaml")]) == 0
+    assert len(seen) == 1 and len(seen[0]) == 1  # one schema version, before the children
+    # a home that cannot be opened stops the UI before anything starts
+    (home / "dagster.yaml").write_text("storage: {nonsense: 1}\n")
+    seen.clear()
+    assert main(["ui", "-w", str(REPO / "workspace.yaml")]) != 0
+    assert seen == []
 
 
 def _sleeper(pidfile: Path) -> list[str]:

@@ -99,6 +99,11 @@ def ui(args: argparse.Namespace) -> int:
             "DAGSTER_HOME is not set: the UI needs an instance folder (./dev ui sets one)"
         )
     env = dict(os.environ, DAGSTER_IS_DEV_CLI="1")
+    made = make_instance_storage(env)
+    if made != 0:
+        sys.stderr.write(f"bf-assets ui: the instance at $DAGSTER_HOME could not be opened "
+                         f"(exit {made}); see above\n")  # fmt: skip
+        return made
     ws = [a for f in files for a in ("-w", f)]
     level = ["--dagster-log-level", args.log_level]
     commands = {
@@ -108,6 +113,22 @@ def ui(args: argparse.Namespace) -> int:
                    str(interval), "--log-level", args.log_level, *ws],
     }  # fmt: skip
     return supervise(commands, env)
+
+
+# Opens the instance once: its storages create their databases and tables (and stamp their
+# schema version) when they are missing.
+_MAKE_STORAGE = "import dagster; dagster.DagsterInstance.get().dispose()"
+
+
+def make_instance_storage(env: dict[str, str]) -> int:
+    """Create the instance's storage (a new home's SQLite databases, or a database's tables)
+    in one process before the webserver and the daemon start; its exit status.
+
+    Started together on a new home, both would create and stamp the same databases at once:
+    ``runs.db`` could then hold two schema versions, and every process opening the instance
+    (the code location's server first) fails with "Version table 'alembic_version' has more
+    than one head present"."""
+    return subprocess.run([sys.executable, "-c", _MAKE_STORAGE], env=env, check=False).returncode
 
 
 def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
