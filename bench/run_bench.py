@@ -1377,14 +1377,10 @@ class Bench:
             inv.cleanup.append(holder["dir"])
             return inv
 
-        sides = [
+        ms, stats, speedup = self._first_then_second(
             Side("first", "review, 1st (cold cache)", first),
             Side("second", "review, 2nd (same cache)", second),
-        ]
-        ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
-        stats = [side_stats(s, ms[s.key]) for s in sides]
-        print_table(stats, "1st/2nd")
-        speedup = ratio(stats[0].wall_median_s, stats[1].wall_median_s)
+        )
         targets = [
             Target(
                 f"2nd run >= {CACHE_MIN_SPEEDUP:g}x faster (speed-up 1st/2nd)",
@@ -1407,6 +1403,17 @@ class Bench:
             self.context,
         )
 
+    def _first_then_second(
+        self, first: Side, second: Side
+    ) -> tuple[dict[str, list[Measurement]], list[SideStats], float | None]:
+        """Each run a first then a second invocation (never alternated: the second runs on what
+        the first left): the measurements, their table and the speed-up first/second."""
+        sides = [first, second]
+        ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        print_table(stats, "1st/2nd")
+        return ms, stats, ratio(stats[0].wall_median_s, stats[1].wall_median_s)
+
     def release_again(self) -> None:
         if not self._release_ready(
             "release-again: a second bf-assets release of the unchanged small corpus vs the first"
@@ -1424,14 +1431,10 @@ class Bench:
         def second() -> Invocation:
             return self.tools.release(corpus, again=holder["dir"])
 
-        sides = [
+        ms, stats, speedup = self._first_then_second(
             Side("first", "release, 1st (new instance and warehouse)", first),
             Side("second", "release, 2nd (same instance, warehouse and --out)", second),
-        ]
-        ms = run_sides(sides, self.args.runs, self.tools, alternate=False)
-        stats = [side_stats(s, ms[s.key]) for s in sides]
-        print_table(stats, "1st/2nd")
-        speedup = ratio(stats[0].wall_median_s, stats[1].wall_median_s)
+        )
         print(f"  speed-up of the second release: {speedup:.3g}x" if speedup else "")
         write_results(
             self.args.results,

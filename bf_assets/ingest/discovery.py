@@ -229,6 +229,13 @@ def discover(roots: Sequence[str | os.PathLike[str]]) -> Discovery:
     return out
 
 
+def roots_overlap(roots: Sequence[str | os.PathLike[str]]) -> bool:
+    """Whether a run root lies inside another (or is given twice), by real path: then a
+    trial's root is whichever the whole walk reaches it from first."""
+    real = [os.path.realpath(os.path.abspath(r)) for r in roots]
+    return any(i != j and _within(a, b) for i, a in enumerate(real) for j, b in enumerate(real))
+
+
 class WholeWalkNeeded(Exception):
     """A pruned walk met a directory link inside the root on its way."""
 
@@ -267,9 +274,7 @@ def trials_in_jobs(
     wanted = set(job_keys)
     if not wanted:
         return []
-    real = [os.path.realpath(os.path.abspath(r)) for r in roots]
-    nested = any(i != j and _within(a, b) for i, a in enumerate(real) for j, b in enumerate(real))
-    if not nested:
+    if not roots_overlap(roots):
         try:
             out: list[TrialRef] = []
             for root_in in roots:
