@@ -107,7 +107,7 @@ def test_a_release_killed_outright_takes_its_background_render_along(tmp_path: P
         "import os, time\n"
         "from bf_assets.dataset.assemble import assemble\n"
         "from bf_assets.pages import early\n"
-        "def slow(ds, out, report=None):\n"
+        "def slow(ds, out, **kw):\n"
         f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
         "    time.sleep(300)\n"
         "early.write_pages = slow\n"
@@ -149,6 +149,11 @@ def test_a_release_collects_its_pages_from_the_background(
     (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
     assert len(list((pages / "trials").glob("*.html"))) == 40
     assert (pages / "index.html").is_file()
+    # the pages' digests came from the release's tree book (removed when it ended) and are
+    # those a render walking every trial takes: nothing is rendered again
+    assert not (pages.parent / ".trial-trees.bin").exists()
+    ds = early.read_review(pages.parent.parent / "review_report.pickle")
+    assert real(ds, pages, report=pages.parent / "review.md").reused == 40
 
 
 def test_the_index_is_written_a_row_at_a_time(corpus: Path, tmp_path: Path) -> None:

@@ -40,6 +40,7 @@ import orjson
 from bf_assets.batch.cache import code_digest, trial_fingerprint
 from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_tree
 from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
+from bf_assets.ingest.treebook import records, write_book
 
 STATE_FILE = ".ingest-state.json"
 FORMAT = 1
@@ -84,57 +85,72 @@ def ingest_context(review_context: str) -> str:
     return hashlib.sha256(f"ingest\0{code_digest()}\0{review_context}".encode()).hexdigest()
 
 
-Prints = tuple[str | None, str]  # (review-cache fingerprint, the sensor's trial fingerprint)
+# (review-cache fingerprint, the sensor's trial fingerprint, the tree digest)
+Prints = tuple[str | None, str, str | None]
 
 
 def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
-    """Both fingerprints of each trial, from one walk of its tree."""
+    """Both fingerprints of each trial and its tree digest, from one walk of its tree."""
     out: list[Prints] = []
     for r in refs:
         tree = trial_tree(r)
         fp = trial_fingerprint(r, context, tree) if context is not None and tree else None
-        out.append((fp, watch_fingerprint(r, tree)))
+        out.append((fp, watch_fingerprint(r, tree), tree))
     return out
 
 
 JobPrints = tuple[str, str | None, str]  # job key, content digest, the sensor's fingerprint
 
 
-def _job_prints(jobs: Sequence[Sequence[TrialRef]], context: str | None) -> list[JobPrints]:
+def _job_prints(
+    jobs: Sequence[Sequence[TrialRef]], context: str | None, trees: bool
+) -> tuple[list[JobPrints], bytes]:
     out: list[JobPrints] = []
+    book = bytearray()
     for refs in jobs:
         prints = _fingerprints(refs, context)
-        (content,) = job_contents(refs, (fp for fp, _ in prints)).values()
-        watched = {t.path: w for t, (_, w) in zip(refs, prints, strict=True)}
+        (content,) = job_contents(refs, (fp for fp, _, _ in prints)).values()
+        watched = {t.path: w for t, (_, w, _) in zip(refs, prints, strict=True)}
         (job,) = group_jobs(refs, watched)
         out.append((job.key, content, job.fingerprint))
-    return out
+        if trees:
+            book += records(zip(refs, (tree for _, _, tree in prints), strict=True))
+    return out, bytes(book)
 
 
-def job_prints(trials: Sequence[TrialRef], context: str | None) -> list[JobPrints]:
+def job_prints(
+    trials: Sequence[TrialRef], context: str | None, book: list[bytes] | None = None
+) -> list[JobPrints]:
     """Per job directory of ``trials``: its key, the digest of its trials' review-cache
     fingerprints under ``context`` (None where a trial has none, or without a context) and
-    the fingerprint the ``new_job_dirs`` sensor compares it by.  A large batch on every core,
-    whole jobs to a task: only the per-job digests come back (bounded memory)."""
+    the fingerprint the ``new_job_dirs`` sensor compares it by; ``book``, when given, is
+    extended with the tree book records of the trials (:mod:`bf_assets.ingest.treebook`).
+    A large batch on every core, whole jobs to a task: only the per-job digests and the
+    48-byte records come back (bounded memory)."""
     by_job: dict[str, list[TrialRef]] = {}
     for t in trials:
         by_job.setdefault(t.job_key, []).append(t)
     jobs = list(by_job.values())
+    trees = book is not None
     if len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        return _job_prints(jobs, context)
-    from bf_assets.batch.run import fork_pool
+        parts = [_job_prints(jobs, context, trees)]
+    else:
+        from bf_assets.batch.run import fork_pool
 
-    tasks: list[list[list[TrialRef]]] = [[]]
-    size = 0
-    for refs in jobs:
-        if size >= FINGERPRINT_CHUNK:
-            tasks.append([])
-            size = 0
-        tasks[-1].append(refs)
-        size += len(refs)
-    with fork_pool(os.cpu_count() or 1) as pool:
-        parts = [pool.submit(_job_prints, task, context) for task in tasks]
-        return [jp for part in parts for jp in part.result()]
+        tasks: list[list[list[TrialRef]]] = [[]]
+        size = 0
+        for refs in jobs:
+            if size >= FINGERPRINT_CHUNK:
+                tasks.append([])
+                size = 0
+            tasks[-1].append(refs)
+            size += len(refs)
+        with fork_pool(os.cpu_count() or 1) as pool:
+            futures = [pool.submit(_job_prints, task, context, trees) for task in tasks]
+            parts = [f.result() for f in futures]
+    if book is not None:
+        book.extend(recs for _, recs in parts if recs)
+    return [jp for prints, _ in parts for jp in prints]
 
 
 def job_contents(refs: Iterable[TrialRef], fps: Iterable[str | None]) -> dict[str, str | None]:
@@ -296,14 +312,23 @@ class IngestPlan:
 
 
 def plan_ingest(
-    folder: Path | None, trials: Sequence[TrialRef], review_context: str, *, reread: bool = False
+    folder: Path | None,
+    trials: Sequence[TrialRef],
+    review_context: str,
+    *,
+    reread: bool = False,
+    tree_book: Path | None = None,
 ) -> IngestPlan:
     """Fingerprint ``trials`` (before anything reads them) and find the job partitions whose
     trials and tables are as the last release over ``folder`` left them (none with
-    ``reread``, or without a local ``folder``)."""
+    ``reread``, or without a local ``folder``).  ``tree_book``: where to write the tree
+    digests of that walk for the trial pages (:mod:`bf_assets.ingest.treebook`)."""
     context = ingest_context(review_context)
     state = IngestState(folder, context)
-    prints = job_prints(trials, context if folder else None)
+    book: list[bytes] | None = [] if tree_book is not None else None
+    prints = job_prints(trials, context if folder else None, book)
+    if tree_book is not None and book is not None:
+        write_book(tree_book, book)
     contents = {key: content for key, content, _ in prints}
     watched = {key: fingerprint for key, _, fingerprint in prints}
     unchanged = set() if reread else state.unchanged_keys(contents)

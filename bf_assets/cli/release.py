@@ -226,7 +226,11 @@ def run_release(
         options = ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
         # the job partitions whose trials and tables are as the last release left them are
         # not read again (fingerprints taken now, before any read)
-        ingest = plan_ingest(local_tables(roots), trials, review_context(options), reread=reread)
+        # (and their tree digests kept for the trial pages, which need the same ones)
+        book = tree_book(roots)
+        ingest = plan_ingest(
+            local_tables(roots), trials, review_context(options), reread=reread, tree_book=book
+        )
         # the first ingest run's trials (the partition order of a new instance is this
         # sorted order; a mismatch only means the first run reads its trials itself)
         first = partition_blocks(keys, ingest.to_read(keys), sizes, ingest_run_trials())[:1]
@@ -249,6 +253,16 @@ def run_release(
                 )
         finally:
             cancel_prefetch()
+            book.unlink(missing_ok=True)
+
+
+def tree_book(roots: Sequence[str]) -> Path:
+    """Where a release over ``roots`` keeps its trials' tree digests for the trial pages
+    (:mod:`bf_assets.ingest.treebook`), beside the pages; one release at a time uses it."""
+    from bf_assets.batch.places import local_warehouse
+    from bf_assets.pages.site import PAGES_SUBDIR
+
+    return local_warehouse(roots).joinpath(*PAGES_SUBDIR).parent / ".trial-trees.bin"
 
 
 def _hub_lock(repo_id: str) -> Path:
@@ -434,15 +448,15 @@ def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> di
     """``release_job`` over the ingested tables on ``instance`` (in the process forked for
     it): its outcome (:func:`_release_outcome`)."""
     from bf_assets.batch.places import local_warehouse
-    from bf_assets.defs.pages import PAGES_SUBDIR
     from bf_assets.defs.storage import release_keepers
     from bf_assets.pages.early import pages_alongside
+    from bf_assets.pages.site import PAGES_SUBDIR
 
     pin.unpin()  # this process's copy of the walk: the tables hold the trials
     pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
     try:
         # the trial pages are made in the background while curation and the checks run
-        with pages_alongside(pages, pages.parent / "review.md"):
+        with pages_alongside(pages, pages.parent / "review.md", tree_book(roots)):
             res = defs.resolve_job_def("release_job").execute_in_process(
                 instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
             )

@@ -12,9 +12,8 @@ from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.conventions import code_version, owners
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.pages.early import collect
-from bf_assets.pages.site import write_pages
+from bf_assets.pages.site import PAGES_SUBDIR, write_pages
 
-PAGES_SUBDIR = ("report", "pages")
 # Runs after the other ready steps of its run: in a one-process release its pages are made
 # in the background meanwhile (``bf_assets.pages.early``) and this step only collects them.
 LAST = {"dagster/priority": "-1"}

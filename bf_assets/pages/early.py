@@ -28,7 +28,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import load_parted
+from bf_assets.ingest.treebook import TreeBook
 from bf_assets.pages.site import PagesSummary, write_pages
 
 log = logging.getLogger("bf_assets.pages")
@@ -45,6 +46,8 @@ log = logging.getLogger("bf_assets.pages")
 class _Target:
     out: Path
     report: Path
+    # the tree book of the release (bf_assets.ingest.treebook): not part of what is rendered
+    trees: Path | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -61,12 +64,15 @@ _RUNNING: list[_Render] = []
 
 @contextmanager
 def pages_alongside(
-    out_dir: str | os.PathLike[str], report: str | os.PathLike[str]
+    out_dir: str | os.PathLike[str],
+    report: str | os.PathLike[str],
+    trees: str | os.PathLike[str] | None = None,
 ) -> Iterator[None]:
     """Within the block, the pages of the dataset review (into ``out_dir``, linking the
     report ``report`` when it exists) start as soon as the review is persisted; a render
-    nobody collected is stopped on exit."""
-    _TARGET[:] = [_Target(Path(out_dir), Path(report))]
+    nobody collected is stopped on exit.  ``trees``: the release's tree book (the trials'
+    tree digests, taken before they were read), so the pages do not walk the trials again."""
+    _TARGET[:] = [_Target(Path(out_dir), Path(report), Path(trees) if trees else None)]
     try:
         yield
     finally:
@@ -115,7 +121,7 @@ class _Spawned:
 def _spawn(source: Path, target: _Target) -> tuple[_Spawned, Connection]:
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, "-m", __name__, str(write_fd), str(os.getpid())]
-    cmd += [str(source), str(target.out), str(target.report)]
+    cmd += [str(source), str(target.out), str(target.report), str(target.trees or "")]
     try:
         # its own process group: its page workers go with it when it is stopped
         popen = subprocess.Popen(cmd, pass_fds=(write_fd,), process_group=0)
@@ -141,7 +147,11 @@ def _render(review: Any, target: _Target, conn: Connection, parent: int) -> None
     try:
         ds = review()
         report = target.report if target.report.is_file() else None
-        res: tuple[str, Any] = ("ok", write_pages(ds, target.out, report=report).summary())
+        trees = TreeBook.read(target.trees)
+        res: tuple[str, Any] = (
+            "ok",
+            write_pages(ds, target.out, report=report, trees=trees).summary(),
+        )
     except BaseException as exc:  # noqa: BLE001 (told to the collector, who renders itself)
         res = ("error", f"{type(exc).__name__}: {exc}")
     conn.send(res)
@@ -160,11 +170,13 @@ def read_review(source: Path) -> DatasetReview:
 
 
 def main(argv: Sequence[str]) -> None:
-    """``python -m bf_assets.pages.early FD PARENT REVIEW OUT REPORT``: the background render
-    of a review on disk (started by :func:`offer`; the result goes to the pipe ``FD``)."""
-    fd, parent, source, out, report = argv
+    """``python -m bf_assets.pages.early FD PARENT REVIEW OUT REPORT TREES``: the background
+    render of a review on disk (started by :func:`offer`; the result goes to the pipe ``FD``;
+    ``TREES``, the release's tree book or empty)."""
+    fd, parent, source, out, report, trees = argv
     conn = Connection(int(fd), readable=False)
-    _render(lambda: read_review(Path(source)), _Target(Path(out), Path(report)), conn, int(parent))
+    target = _Target(Path(out), Path(report), Path(trees) if trees else None)
+    _render(lambda: read_review(Path(source)), target, conn, int(parent))
 
 
 def _end_group(signo: int, _frame: object) -> None:

@@ -36,6 +36,7 @@ from bf_assets.batch.run import fork_pool
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
+from bf_assets.ingest.treebook import TreeBook
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -44,6 +45,7 @@ from bf_assets.redact.gitleaks import RULES_DIR
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
 INDEX = "index.html"
+PAGES_SUBDIR = ("report", "pages")  # the pages' folder under the run roots' warehouse
 TRIALS_DIR = "trials"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -145,9 +147,11 @@ def write_pages(
     clean: bool = True,
     only: Collection[TrialKey] | None = None,
     report: str | os.PathLike[str] | None = None,
+    trees: TreeBook | None = None,
 ) -> PagesResult:
     """Write the index and the page of every trial (or of ``only``); ``report`` is the
-    review report to link from the pages."""
+    review report to link from the pages; ``trees``, the tree digests a release took of the
+    trials before reading them (a trial it has none for is walked)."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     written: dict[TrialKey, str] = {}  # the pages this call wrote (or found unchanged)
@@ -163,7 +167,8 @@ def write_pages(
         if wanted is not None
         else written  # one table, not two alike
     )
-    job = _Job(ds, out, clean, report_rel, old_state, code_digest() + rules_digest())
+    code = code_digest() + rules_digest()
+    job = _Job(ds, out, clean, report_rel, old_state, code, trees or TreeBook())
     picked: Sequence[int] = (
         range(len(ds.trials))
         if wanted is None
@@ -218,6 +223,7 @@ class _Job:
     report_rel: str | None
     old_state: dict[str, str]
     code: str
+    trees: TreeBook
 
 
 # The job of the pool being forked (the workers inherit it: the old state is not sent).
@@ -241,7 +247,7 @@ def _page_input(job: _Job, t: TrialReview) -> PageInput:
 def _one_page(job: _Job, inp: PageInput) -> Made:
     """One trial's page, rendered and written unless its digest says it is unchanged."""
     href = page_name(trial_key(inp.review), clean=job.clean)
-    digest = _page_digest(inp, clean=job.clean, code=job.code)
+    digest = _page_digest(inp, clean=job.clean, code=job.code, tree=job.trees.get(inp.review.ref))
     path = job.out / href
     if digest is not None and job.old_state.get(href) == digest:
         try:
@@ -304,10 +310,11 @@ def rules_digest() -> str:
     return h.hexdigest()
 
 
-def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
-    """Everything a page is made of; ``None`` when the trial's files cannot be read (then
-    the page is always rendered)."""
-    files = trial_fingerprint(inp.review.ref, "pages")
+def _page_digest(inp: PageInput, *, clean: bool, code: str, tree: str | None) -> str | None:
+    """Everything a page is made of (``tree``: the trial's tree digest, when already
+    taken); ``None`` when the trial's files cannot be read (then the page is always
+    rendered)."""
+    files = trial_fingerprint(inp.review.ref, "pages", tree)
     if files is None:
         return None
     h = hashlib.sha256(f"{code}\0{clean}\0{files}\0".encode())

@@ -1,0 +1,81 @@
+"""The release's tree book: the tree digests it took of every trial before reading them,
+which the trial pages use instead of walking every trial again."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from test_pages_core import review_dataset
+from trialkit import healthy_spec
+
+from bf_assets.batch.ingest_state import plan_ingest
+from bf_assets.ingest import discovery
+from bf_assets.ingest.discovery import discover_trials, trial_tree
+from bf_assets.ingest.treebook import RECORD, TreeBook, records, write_book
+from bf_assets.pages import site
+
+
+def _no_walk(*_a: object, **_k: object) -> str:
+    raise AssertionError("a trial was walked again")
+
+
+def test_the_plan_writes_every_trials_tree_digest(runs_root: Path, tmp_path: Path) -> None:
+    for i in range(5):
+        healthy_spec(task=f"task-{i % 2}", rollout_id=f"r{i:07d}").write(runs_root)
+    trials = discover_trials([str(runs_root)])
+    book_path = tmp_path / "book" / ".trial-trees.bin"
+    plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path)
+    assert book_path.stat().st_size == RECORD * len(trials)
+    assert book_path.stat().st_mode & 0o077 == 0  # this user's only
+    book = TreeBook.read(book_path)
+    assert len(book) == len(trials) == 5
+    for t in trials:
+        assert book.get(t) == trial_tree(t)
+    # without a book path nothing is written
+    plan_ingest(tmp_path / "wh", trials, "ctx")
+    assert [p.name for p in book_path.parent.iterdir()] == [".trial-trees.bin"]
+
+
+def test_a_bad_or_missing_book_is_empty(runs_root: Path, tmp_path: Path) -> None:
+    healthy_spec().write(runs_root)
+    (ref,) = discover_trials([str(runs_root)])
+    assert len(TreeBook.read(None)) == 0
+    assert len(TreeBook.read(tmp_path / "absent")) == 0
+    torn = tmp_path / "torn"
+    torn.write_bytes(records([(ref, trial_tree(ref))])[:-1])
+    assert TreeBook.read(torn).get(ref) is None
+    with pytest.raises(ValueError):
+        TreeBook(b"x" * (RECORD + 1))
+    # a trial without a digest has no record
+    assert records([(ref, None)]) == b""
+
+
+def test_pages_take_the_digests_from_the_book_and_match_a_walk(
+    runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = healthy_spec(rollout_id="aaaa0001").write(runs_root)
+    healthy_spec(task="other-task", rollout_id="bbbb0002").write(runs_root)
+    trials = discover_trials([str(runs_root)])
+    book_path = tmp_path / "book.bin"
+    write_book(book_path, [records((t, trial_tree(t)) for t in trials)])
+    ds = review_dataset(runs_root)
+    walked = site.write_pages(ds, tmp_path / "walked")
+    with monkeypatch.context() as m:
+        m.setattr(discovery, "trial_tree", _no_walk)
+        booked = site.write_pages(ds, tmp_path / "booked", trees=TreeBook.read(book_path))
+    assert booked.n_pages == walked.n_pages == 2
+    state = site.STATE_FILE
+    assert (tmp_path / "booked" / state).read_bytes() == (tmp_path / "walked" / state).read_bytes()
+    assert (tmp_path / "booked" / "index.html").read_bytes() == (
+        tmp_path / "walked" / "index.html"
+    ).read_bytes()
+    # the book is the trial as it was before the read: a file changed since is on the page
+    # now, and the next render (walking, or with a new book) makes that page again
+    result = a.file("result.json")
+    st = result.stat()
+    result.write_text(result.read_text().replace("0", "0", 1))
+    os.utime(result, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    again = site.write_pages(review_dataset(runs_root), tmp_path / "booked")
+    assert again.reused == 1
