@@ -143,9 +143,11 @@ def report_files(
         pieces = chain(pieces, [tail])
     cleaner = None
     if clean:
-        from bf_assets.curate.clean import Cleaner
+        from bf_assets.curate.rowclean import RowCleaner
 
-        cleaner = Cleaner()  # one cache for the whole report
+        # one cache for the whole report; a nested value repeated from row to row (a skill
+        # audit, a check's findings) is cleaned once
+        cleaner = RowCleaner()
         pieces = map(cleaner.value, pieces)
     out = Path(out_dir)
     md_path, js_path = out / REPORT_MD, out / REPORT_JSON
