@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import importlib.util
 import itertools
 import json
 import math
@@ -1719,6 +1720,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _parallel_probe(rounds: int) -> Any:
+    """``bench/machine.py``'s probe (loaded by path: this file is run as a script and
+    loaded as a module by the tests)."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_machine", REPO_ROOT / "bench" / "machine.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_machine"] = module  # its dataclass looks its module up by name
+    spec.loader.exec_module(module)
+    return module.parallel_probe(rounds=rounds)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     sizes = QUICK_SIZES if args.quick else FULL_SIZES
@@ -1747,6 +1761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             need_generated=needs_trials,
             need_heavy="heavy" in wanted and args.fixture_job is None,
         )
+        probe = _parallel_probe(rounds=1 if args.quick else 3)
         context = {
             "quick": args.quick,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -1755,6 +1770,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "executable": sys.executable,
                 "platform": platform.platform(),
                 "cpus": os.cpu_count(),
+                # the work done with every core busy over one core's, and how much more CPU
+                # the same work costs then (bench/machine.py): the context of CPU figures
+                "parallel": probe.to_dict(),
             },
             "ours_cmd": None if args.skip_ours else tools.ours,
             "validator": None if tools.validator is None else str(tools.validator),
@@ -1771,6 +1789,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({args.scale_runs} at the points of {BIG_POINT_TRIALS:,} trials or more)"
         )
         print(f"  python {context['host']['python']} on {context['host']['platform']}")
+        print(
+            f"  {probe.cpus} cores do {probe.speedup:.2f}x the work of one when all are busy; "
+            f"the same work then costs {probe.cpu_growth:.2f}x the CPU (bench/machine.py)"
+        )
         if not args.skip_ours:
             print(f"  ours:   {shlex.join(tools.ours)} <jobs> --json")
         if tools.validator is not None:

@@ -96,3 +96,7 @@ def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
     goals = json.loads((tmp_path / "results" / "done-when.quick.json").read_text())["goals"]
     assert any(g["text"].startswith("full review CPU") for g in goals)
     assert 'issue 16 "Done when"' in done.stdout
+    # the machine's parallel throughput is measured beside the figures it qualifies
+    parallel = small["host"]["parallel"]
+    assert parallel["cpus"] >= 1 and 0 < parallel["speedup"] <= parallel["cpus"] * 1.25
+    assert parallel["cpu_growth"] > 0
