@@ -79,3 +79,24 @@ def test_pages_take_the_digests_from_the_book_and_match_a_walk(
     os.utime(result, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     again = site.write_pages(review_dataset(runs_root), tmp_path / "booked")
     assert again.reused == 1
+
+
+def test_the_book_is_searched_in_key_order_whatever_order_it_was_written_in(
+    runs_root: Path, tmp_path: Path
+) -> None:
+    for i in range(9):
+        healthy_spec(task=f"task-{i % 3}", rollout_id=f"k{i:07d}").write(runs_root)
+    trials = discover_trials([str(runs_root)])
+    recs = [records([(t, trial_tree(t))]) for t in trials]
+    written = tmp_path / "book.bin"
+    write_book(written, reversed(recs))
+    data = written.read_bytes()
+    keys = [data[i : i + 16] for i in range(0, len(data), RECORD)]
+    assert keys == sorted(keys)  # the writer puts the records in key order
+    for book in (TreeBook.read(written), TreeBook(b"".join(reversed(recs)))):
+        assert len(book) == 9
+        assert [book.get(t) for t in trials] == [trial_tree(t) for t in trials]
+    # a trial the book has no record of is walked
+    healthy_spec(task="late", rollout_id="late0001").write(runs_root)
+    (late,) = [t for t in discover_trials([str(runs_root)]) if t not in trials]
+    assert TreeBook.read(written).get(late) is None

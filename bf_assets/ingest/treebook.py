@@ -9,9 +9,11 @@ release writes the digests it took to a *tree book* and the pages read them from
 A digest taken before the read is the safe one to keep: a file that changes after it makes
 the next digest differ, so that page is rendered again.
 
-Format: fixed records of 48 bytes, the first 16 bytes of ``sha256(root NUL rel_path)`` and
-the 32-byte digest; a trial without a digest (unlistable, too big) has no record and its
-page walks as before.  The book holds 48 bytes a trial (4.8 MB at 100,000 trials).
+Format: fixed records of 48 bytes in key order, the first 16 bytes of
+``sha256(root NUL rel_path)`` and the 32-byte digest; a trial without a digest (unlistable,
+too big) has no record and its page walks as before.  Read, the book stays those bytes and
+is searched by halving (some 17 steps at 100,000 trials): 4.8 MB at 100,000 trials, where a
+dict of the records took 16.6 MB in the process that renders the pages.
 """
 
 from __future__ import annotations
@@ -43,16 +45,23 @@ def records(pairs: Iterable[tuple[TrialRef, str | None]]) -> bytes:
     return bytes(out)
 
 
+def _sorted(data: bytes) -> bytes:
+    """The records of ``data`` in key order (a record is never split)."""
+    recs = [data[i : i + RECORD] for i in range(0, len(data), RECORD)]
+    recs.sort()
+    return b"".join(recs)
+
+
 def write_book(path: Path, chunks: Iterable[bytes]) -> None:
-    """Write the records atomically (a temporary file, one rename), readable by this user
-    only; the folder is made when missing."""
+    """Write the records in key order, atomically (a temporary file, one rename), readable
+    by this user only; the folder is made when missing."""
+    data = _sorted(b"".join(chunks))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
-            for c in chunks:
-                fh.write(c)
+            fh.write(data)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -62,15 +71,21 @@ def write_book(path: Path, chunks: Iterable[bytes]) -> None:
 class TreeBook:
     """The digests of a book, by trial (:meth:`get`: the hex digest, or None)."""
 
-    __slots__ = ("_by_key",)
+    __slots__ = ("_data", "_n")
 
     def __init__(self, data: bytes = b"") -> None:
         if len(data) % RECORD:
             raise ValueError(f"a tree book is records of {RECORD} bytes, not {len(data)} bytes")
-        self._by_key: dict[bytes, bytes] = {
-            data[i : i + KEY_BYTES]: data[i + KEY_BYTES : i + RECORD]
-            for i in range(0, len(data), RECORD)
-        }
+        n = len(data) // RECORD
+        keys = (data[i * RECORD : i * RECORD + KEY_BYTES] for i in range(n))
+        prev = b""
+        for k in keys:  # a book in another order (not this writer's) is put in order
+            if k < prev:
+                data = _sorted(data)
+                break
+            prev = k
+        self._data = data
+        self._n = n
 
     @classmethod
     def read(cls, path: str | os.PathLike[str] | None) -> TreeBook:
@@ -86,8 +101,19 @@ class TreeBook:
             return cls()
 
     def get(self, ref: TrialRef) -> str | None:
-        hit = self._by_key.get(book_key(ref))
-        return None if hit is None else hit.hex()
+        key, data = book_key(ref), self._data
+        lo, hi = 0, self._n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            at = mid * RECORD
+            k = data[at : at + KEY_BYTES]
+            if k < key:
+                lo = mid + 1
+            elif k > key:
+                hi = mid
+            else:
+                return data[at + KEY_BYTES : at + RECORD].hex()
+        return None
 
     def __len__(self) -> int:
-        return len(self._by_key)
+        return self._n
