@@ -156,6 +156,26 @@ def test_a_release_collects_its_pages_from_the_background(
     assert real(ds, pages, report=pages.parent / "review.md").reused == 40
 
 
+def test_a_release_whose_tree_book_cannot_be_written_still_publishes_every_page(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bf_assets.batch import ingest_state
+
+    for name, sub in (("DAGSTER_HOME", "home"), ("BF_WAREHOUSE", "wh"), ("BF_STAGING_DIR", "st")):
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    monkeypatch.setenv("BF_RUN_ROOTS", "")
+
+    def full(*_a: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ingest_state, "write_book", full)
+    argv = ["release", "--runs", str(corpus / "jobs"), "--tasks", str(corpus / "tasks")]
+    assert main([*argv, "--out", str(tmp_path / "out")]) in (0, 3)
+    (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
+    assert len(list((pages / "trials").glob("*.html"))) == 40  # walked, not taken from a book
+    assert not (pages.parent / ".trial-trees.bin").exists()
+
+
 def test_the_index_is_written_a_row_at_a_time(corpus: Path, tmp_path: Path) -> None:
     from bf_assets.dataset.common import trial_key
     from bf_assets.pages.index import index_parts, render_index

@@ -100,3 +100,37 @@ def test_the_book_is_searched_in_key_order_whatever_order_it_was_written_in(
     healthy_spec(task="late", rollout_id="late0001").write(runs_root)
     (late,) = [t for t in discover_trials([str(runs_root)]) if t not in trials]
     assert TreeBook.read(written).get(late) is None
+
+
+def test_a_book_that_cannot_be_written_is_no_book_and_never_an_old_one(
+    runs_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from bf_assets.batch import ingest_state
+
+    healthy_spec().write(runs_root)
+    trials = discover_trials([str(runs_root)])
+    book_path = tmp_path / "report" / ".trial-trees.bin"
+    assert plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path).tree_book == book_path
+    assert plan_ingest(tmp_path / "wh", trials, "ctx").tree_book is None
+    # an earlier release's book is there and this release's cannot be written: the old one
+    # is gone, the plan has no book (the pages walk), the release goes on
+    monkeypatch.setattr(
+        ingest_state,
+        "write_book",
+        lambda *_a: (_ for _ in ()).throw(OSError(28, "No space left on device")),
+    )
+    with caplog.at_level("WARNING", logger="bf_assets.ingest"):
+        plan = plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path)
+    assert plan.tree_book is None and not book_path.exists()
+    assert "not written" in caplog.text and plan.contents
+    # a book whose folder cannot be made (a file where the folder should be)
+    monkeypatch.undo()
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    assert (
+        plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=blocked / "book.bin").tree_book
+        is None
+    )

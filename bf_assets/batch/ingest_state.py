@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -41,6 +42,8 @@ from bf_assets.batch.cache import code_digest, trial_fingerprint
 from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_tree
 from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
 from bf_assets.ingest.treebook import records, write_book
+
+log = logging.getLogger("bf_assets.ingest")
 
 STATE_FILE = ".ingest-state.json"
 FORMAT = 1
@@ -290,6 +293,9 @@ class IngestPlan:
     unchanged: set[str] = field(default_factory=set)  # left as the last release made them
     # job key -> the fingerprint the new_job_dirs sensor compares, taken before any read
     watched: dict[str, str] = field(default_factory=dict)
+    # the tree book written for the trial pages (bf_assets.ingest.treebook); None when none
+    # was asked for or it could not be written (then the pages walk the trials)
+    tree_book: Path | None = None
 
     def to_read(self, keys: Iterable[str]) -> list[str]:
         return [k for k in keys if k not in self.unchanged]
@@ -322,14 +328,24 @@ def plan_ingest(
     """Fingerprint ``trials`` (before anything reads them) and find the job partitions whose
     trials and tables are as the last release over ``folder`` left them (none with
     ``reread``, or without a local ``folder``).  ``tree_book``: where to write the tree
-    digests of that walk for the trial pages (:mod:`bf_assets.ingest.treebook`)."""
+    digests of that walk for the trial pages (:mod:`bf_assets.ingest.treebook`); a book that
+    cannot be written is no book (the plan's ``tree_book`` is None), never a failed release,
+    and a book an earlier release left there is never taken for this one's."""
     context = ingest_context(review_context)
     state = IngestState(folder, context)
     book: list[bytes] | None = [] if tree_book is not None else None
     prints = job_prints(trials, context if folder else None, book)
+    written = None
     if tree_book is not None and book is not None:
-        write_book(tree_book, book)
+        try:
+            tree_book.unlink(missing_ok=True)  # an earlier release's (stopped before its end)
+            write_book(tree_book, book)
+            written = tree_book
+        except OSError as exc:
+            log.warning(
+                "tree book %s not written (%s): the trial pages walk the trials", tree_book, exc
+            )
     contents = {key: content for key, content, _ in prints}
     watched = {key: fingerprint for key, _, fingerprint in prints}
     unchanged = set() if reread else state.unchanged_keys(contents)
-    return IngestPlan(state, contents, unchanged, watched)
+    return IngestPlan(state, contents, unchanged, watched, written)

@@ -34,7 +34,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,7 +253,8 @@ def run_release(
                 )
         finally:
             cancel_prefetch()
-            book.unlink(missing_ok=True)
+            with suppress(OSError):  # a book left behind is replaced by the next release's
+                book.unlink(missing_ok=True)
 
 
 def tree_book(roots: Sequence[str]) -> Path:
@@ -372,7 +373,9 @@ def _release(
     # starts from the imports, not from what the ingest runs leave in this process's heap.
     with (
         frozen_heap(),
-        ForkedCall(lambda: _release_job(defs, instance, roots, pin)) as release_job,
+        ForkedCall(
+            lambda: _release_job(defs, instance, roots, pin, ingest.tree_book)
+        ) as release_job,
     ):
         return _ingest_then_release(
             defs, instance, release_job, roots, pin, sizes, ingest, options, out
@@ -444,9 +447,12 @@ def _ingest_then_release(
     return result
 
 
-def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> dict[str, Any]:
+def _release_job(
+    defs: Any, instance: Any, roots: Sequence[str], pin: Pin, book: Path | None
+) -> dict[str, Any]:
     """``release_job`` over the ingested tables on ``instance`` (in the process forked for
-    it): its outcome (:func:`_release_outcome`)."""
+    it): its outcome (:func:`_release_outcome`); ``book``, the release's tree book for the
+    trial pages (None: the pages walk the trials)."""
     from bf_assets.batch.places import local_warehouse
     from bf_assets.defs.storage import release_keepers
     from bf_assets.pages.early import pages_alongside
@@ -456,7 +462,7 @@ def _release_job(defs: Any, instance: Any, roots: Sequence[str], pin: Pin) -> di
     pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
     try:
         # the trial pages are made in the background while curation and the checks run
-        with pages_alongside(pages, pages.parent / "review.md", tree_book(roots)):
+        with pages_alongside(pages, pages.parent / "review.md", book):
             res = defs.resolve_job_def("release_job").execute_in_process(
                 instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
             )
