@@ -131,22 +131,28 @@ def test_a_release_killed_outright_takes_its_background_render_along(tmp_path: P
     assert not alive(render)
 
 
-def test_a_release_collects_its_pages_from_the_background(
-    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _release_pages(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``bf-assets release`` of the corpus on a new instance and warehouse under
+    ``tmp_path``: the folder of its trial pages."""
     for name, sub in (("DAGSTER_HOME", "home"), ("BF_WAREHOUSE", "wh"), ("BF_STAGING_DIR", "st")):
         monkeypatch.setenv(name, str(tmp_path / sub))
     monkeypatch.setenv("BF_RUN_ROOTS", "")
+    argv = ["release", "--runs", str(corpus / "jobs"), "--tasks", str(corpus / "tasks")]
+    assert main([*argv, "--out", str(tmp_path / "out")]) in (0, 3)
+    (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
+    return pages
+
+
+def test_a_release_collects_its_pages_from_the_background(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     in_step: list[object] = []
     real = pages_asset.write_pages
     monkeypatch.setattr(
         pages_asset, "write_pages", lambda *a, **k: in_step.append(a) or real(*a, **k)
     )
-    out = tmp_path / "out"
-    argv = ["release", "--runs", str(corpus / "jobs"), "--tasks", str(corpus / "tasks")]
-    assert main([*argv, "--out", str(out)]) in (0, 3)
+    pages = _release_pages(corpus, tmp_path, monkeypatch)
     assert in_step == []  # the step collected the background's pages
-    (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
     assert len(list((pages / "trials").glob("*.html"))) == 40
     assert (pages / "index.html").is_file()
     # the pages' digests came from the release's tree book (removed when it ended) and are
@@ -161,17 +167,11 @@ def test_a_release_whose_tree_book_cannot_be_written_still_publishes_every_page(
 ) -> None:
     from bf_assets.batch import ingest_state
 
-    for name, sub in (("DAGSTER_HOME", "home"), ("BF_WAREHOUSE", "wh"), ("BF_STAGING_DIR", "st")):
-        monkeypatch.setenv(name, str(tmp_path / sub))
-    monkeypatch.setenv("BF_RUN_ROOTS", "")
-
     def full(*_a: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(ingest_state, "write_book", full)
-    argv = ["release", "--runs", str(corpus / "jobs"), "--tasks", str(corpus / "tasks")]
-    assert main([*argv, "--out", str(tmp_path / "out")]) in (0, 3)
-    (pages,) = (tmp_path / "wh").glob("roots-*/report/pages")
+    pages = _release_pages(corpus, tmp_path, monkeypatch)
     assert len(list((pages / "trials").glob("*.html"))) == 40  # walked, not taken from a book
     assert not (pages.parent / ".trial-trees.bin").exists()
 
