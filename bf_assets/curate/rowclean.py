@@ -1,7 +1,7 @@
 """A cleaner for many rows of one shape whose nested values repeat.
 
-The review report's trial rows (and the release's excluded-trial lines) are cleaned like
-export rows before they leave the machine.  Most of a row is nested values that repeat
+The review report's trial rows are cleaned like export rows before they leave the machine
+(in a release's bundle).  Most of a row is nested values that repeat
 from row to row: the skill audit of a harness and task, the findings of a check.  Cleaning
 walked every one of them again: about 2 s of CPU for the 20,000 rows of the bench's
 corpus, the largest part of writing the release's report.

@@ -98,10 +98,10 @@ def write_report_json(
     write_atomic(path, chunks())
 
 
-def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
+def write_atomic(path: Path, data: bytes | Iterable[bytes], mode: int = 0o644) -> None:
     """Write ``data`` (bytes, or chunks of them) to ``path`` through a unique temporary file
-    and one rename, readable by all (0644): a reader sees the old file or the new one, never
-    half of one."""
+    and one rename, with ``mode`` (0644 by default: readable by all): a reader sees the old
+    file or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -111,7 +111,7 @@ def write_atomic(path: Path, data: bytes | Iterable[bytes]) -> None:
             else:
                 for chunk in data:
                     fh.write(chunk)
-        os.chmod(tmp, 0o644)  # readable like every other published file (mkstemp makes 0600)
+        os.chmod(tmp, mode)  # 0644: readable like every other published file (mkstemp: 0600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

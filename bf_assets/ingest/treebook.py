@@ -53,19 +53,11 @@ def _sorted(data: bytes) -> bytes:
 
 
 def write_book(path: Path, chunks: Iterable[bytes]) -> None:
-    """Write the records in key order, atomically (a temporary file, one rename), readable
-    by this user only; the folder is made when missing."""
-    data = _sorted(b"".join(chunks))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write the records in key order, atomically, readable by this user only; the folder is
+    made when missing."""
+    from bf_assets.dataset.reportfiles import write_atomic
+
+    write_atomic(path, _sorted(b"".join(chunks)), mode=0o600)
 
 
 class TreeBook:
