@@ -137,6 +137,37 @@ def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) ->
     assert verify_bundle(b.path).ok
 
 
+@pytest.mark.parametrize("max_shard_bytes", [1, 1 << 30])
+def test_two_splits_of_a_config_write_their_shards_side_by_side(
+    tmp_path: Path, runs_root: Path, max_shard_bytes: int
+) -> None:
+    """Rows of the training and the held-out split arrive interleaved, and each split's
+    writer holds a part file open from its first full row group: the two must never share
+    a temporary file (a release with 64 rows in each split of a config once failed, after
+    the second writer had truncated the first one's part)."""
+    trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(8)]
+    opts = BundleOptions(
+        configs=("rollouts", "prime_sft"),
+        row_group_rows=2,
+        max_shard_bytes=max_shard_bytes,
+        test_fraction=0.5,
+    )
+    b = bundle_reviews(cands(*trials), tmp_path / "s", opts)
+    manifest = json.loads((b.path / MANIFEST_PATH).read_text())
+    tasks_of = manifest["splits"]["tasks"]
+    assert sorted(tasks_of) == ["test", "train"] and all(len(t) >= 2 for t in tasks_of.values())
+    files = files_of(b.path)
+    assert not [f for f in files if "/." in f]  # no part file left behind
+    for config in ("rollouts", "prime_sft"):
+        for split, tasks in tasks_of.items():
+            shards = sorted(f for f in files if f.startswith(f"data/{config}/{split}-"))
+            assert shards, (config, split)
+            rows = [r for s in shards for r in pq.read_table(b.path / s).to_pylist()]
+            seen = sorted(r["task_id"] if "task_id" in r else r["info"]["task_id"] for r in rows)
+            assert seen == sorted(tasks), (config, split)
+    assert verify_bundle(b.path).ok
+
+
 def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) -> None:
     datasets = pytest.importorskip("datasets")
     b = bundle_reviews(cands(*two_trials), tmp_path / "staging")

@@ -87,7 +87,9 @@ class ShardWriter:
 
     def _open(self) -> pq.ParquetWriter:
         if self._writer is None:
-            tmp = self.dir / f".part-{len(self._parts):05d}.parquet"
+            # the split in the name: every split of a config writes into this folder, and
+            # each holds its part open while rows of the others arrive
+            tmp = self.dir / f".{self.split}-part-{len(self._parts):05d}.parquet"
             self._writer = pq.ParquetWriter(str(tmp), self.schema, **WRITER_OPTIONS)
             self._parts.append((tmp, 0))
             self._shard_bytes = 0
