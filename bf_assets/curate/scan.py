@@ -29,6 +29,7 @@ from bf_assets.curate.clean import (
     reasoning_name_kind,
     text_key,
 )
+from bf_assets.curate.scanmemo import Attempt, ScanMemo
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
 from bf_assets.curate.second_look import detect
 from bf_assets.findings import Finding, finding
@@ -88,70 +89,105 @@ def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tup
 
 class _Findings:
     """The findings of one scanned value: one per check and evidence, at most
-    :data:`MAX_PER_CHECK` per check."""
+    :data:`MAX_PER_CHECK` per check.  Each is *attempted* as (check, what was found,
+    evidence); its message is ``"<what> in <where>"``.  With a ``log``, every attempt is
+    also kept there (what a :class:`ScanMemo` remembers of an object)."""
 
-    __slots__ = ("out", "seen", "per_check", "where")
+    __slots__ = ("out", "seen", "per_check", "where", "log")
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, log: list[Attempt] | None = None) -> None:
         self.out: list[Finding] = []
         self.seen: set[tuple[str, str]] = set()
         self.per_check: dict[str, int] = {}
         self.where = where
+        self.log = log
 
-    def add(self, check: str, message: str, evidence: str) -> None:
+    def add(self, check: str, what: str, evidence: str) -> None:
+        if self.log is not None:
+            self.log.append((check, what, evidence))
         if (check, evidence) in self.seen or self.per_check.get(check, 0) >= MAX_PER_CHECK:
             return
         self.seen.add((check, evidence))
         self.per_check[check] = self.per_check.get(check, 0) + 1
-        self.out.append(finding(check, message, file=self.where, evidence=evidence))
+        self.out.append(
+            finding(check, f"{what} in {self.where}", file=self.where, evidence=evidence)
+        )
 
     def key(self, key: str, v: Any, parent: dict[str, Any], cache: TextCache | None) -> None:
-        where = self.where
         facts = key_rules(key)
         kinds, paths = _text_hits(key, cache)
         if facts.banned:
-            self.add(BANNED_KEY, f"banned key {key!r} in {where}", key)
+            self.add(BANNED_KEY, f"banned key {key!r}", key)
         elif facts.reasoning and (kind := reasoning_name_kind(parent, key, v)):
-            self.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+            self.add(BANNED_KEY, f"private reasoning ({kind})", kind)
         for kind in kinds:  # keys are published text too
-            self.add(SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
+            self.add(SECRET, f"detect-secrets {kind} fires in a key", kind)
         for ph in paths:
-            self.add(HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph)
+            self.add(HOST_PATH, f"an absolute host path ({ph}) survives in a key", ph)
         if facts.host_path_key and isinstance(v, str) and v.startswith(("/", "~")):
-            self.add(HOST_PATH, f"host path under {key!r} in {where}", key)
+            self.add(HOST_PATH, f"host path under {key!r}", key)
         if facts.secret_key and isinstance(v, str) and v and not _is_marker(v):
-            self.add(SECRET, f"value of secret-named key {key!r} in {where}", f"key {key}")
+            self.add(SECRET, f"value of secret-named key {key!r}", f"key {key}")
 
     def text(self, v: str, cache: TextCache | None) -> None:
         kinds, paths = _short_hits(v) if len(v) < CACHE_MIN_CHARS else _text_hits(v, cache)
         for kind in kinds:
-            self.add(SECRET, f"detect-secrets {kind} fires in {self.where}", kind)
+            self.add(SECRET, f"detect-secrets {kind} fires", kind)
         for ph in paths:
-            self.add(HOST_PATH, f"an absolute host path ({ph}) survives in {self.where}", ph)
+            self.add(HOST_PATH, f"an absolute host path ({ph}) survives", ph)
 
 
-def scan_value(value: Any, where: str, cache: TextCache | None = None) -> list[Finding]:
+# Stack entries whose key is one of these are not a key and its value: a dict that is a list
+# item (looked up in the memo first), and the end of such a dict's walk (its attempts are
+# remembered then).
+_ITEM = object()
+_END = object()
+
+
+def scan_value(
+    value: Any, where: str, cache: TextCache | None = None, memo: ScanMemo | None = None
+) -> list[Finding]:
     """Secrets, host paths and banned keys anywhere in a parsed value.  ``cache`` (shared by
-    the caller across rows) lets text repeated across steps, rows and configs be scanned once.
+    the caller across rows) lets text repeated across steps, rows and configs be scanned once;
+    ``memo`` (only for a value of JSON types, see :mod:`bf_assets.curate.scanmemo`), an
+    object repeated across steps, rows and configs be walked once.
 
     Every ``(key, value)`` is looked at depth first, the last child first, a string holding
     a JSON document followed by that document's values; the order decides which findings
     the per-check cap keeps.  The walk is a plain loop over one stack (no generator, no
     per-node call for a key seen before): it runs on every published value, twice
     (curation and the publish gate)."""
-    found = _Findings(where)
-    stack: list[tuple[str | None, Any, Parent]] = [(None, value, None)]
+    log: list[Attempt] | None = [] if memo is not None else None
+    found = _Findings(where, log)
+    stack: list[tuple[Any, Any, Parent]] = [(None, value, None)]
     pop, push = stack.pop, stack.append
     while stack:
         key, v, parent = pop()
-        if key is not None and parent is not None:
-            found.key(key, v, parent, cache)
+        if parent is not None:  # a key of a dict and its value
+            if key is not None:
+                found.key(key, v, parent, cache)
+        elif key is not None:  # with a memo: a dict that is a list item, or the end of one
+            assert memo is not None and log is not None
+            if key is _END:
+                memo.put(v[0], log[v[1] :])
+                continue
+            mkey = memo.key(v)
+            if mkey is not None:
+                hit = memo.get(mkey)
+                if hit is not None:
+                    for check, what, evidence in hit:
+                        found.add(check, what, evidence)
+                    continue
+                push((_END, (mkey, len(log)), None))  # popped once the dict is walked
         if isinstance(v, dict):
             if kind := reasoning_kind(v):
-                found.add(BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
+                found.add(BANNED_KEY, f"private reasoning ({kind})", kind)
             stack.extend([(k, x, v) for k, x in v.items()])
         elif isinstance(v, list):
-            stack.extend([(None, x, None) for x in v])
+            if memo is None:
+                stack.extend([(None, x, None) for x in v])
+            else:
+                stack.extend([(_ITEM if type(x) is dict else None, x, None) for x in v])
         elif isinstance(v, str) and v:
             found.text(v, cache)
             inner = parse_json_string(v)
@@ -278,8 +314,10 @@ def scan_row(
     config: str = "rollouts",
     where: str | None = None,
     cache: TextCache | None = None,
+    memo: ScanMemo | None = None,
 ) -> list[Finding]:
-    """Every ``PUBLISH_*`` finding of one cleaned export row."""
+    """Every ``PUBLISH_*`` finding of one cleaned export row (``memo``: only for a row of
+    JSON types, as a shard with the published schema gives them)."""
     rid = row.get("rollout_id") if isinstance(row.get("rollout_id"), str) else "?"
     where = where or f"{config} row {rid}"
     value: dict[str, Any] = {}
@@ -293,7 +331,7 @@ def scan_row(
             except orjson.JSONDecodeError:
                 pass
         value[k] = v
-    out = scan_value(value, where, cache)
+    out = scan_value(value, where, cache, memo)
     out.extend(
         finding(SCHEMA, f"{where}: {p}", file=where)
         for p in schema_problems(row, config)[:MAX_PER_CHECK]

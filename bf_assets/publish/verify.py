@@ -38,6 +38,7 @@ from bf_assets.curate.scan import (
     scan_text,
     scan_value,
 )
+from bf_assets.curate.scanmemo import ScanMemo
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.dataset.common import TrialKey, show_key
@@ -140,9 +141,10 @@ def _check_files(
 
 
 def _scan_shard(
-    bundle: Path, rec: dict[str, Any], report: GateReport, cache: TextCache
+    bundle: Path, rec: dict[str, Any], report: GateReport, cache: TextCache, memo: ScanMemo
 ) -> list[dict[str, Any]]:
-    """Scan one shard; return the ``(job, rollout, rollout_id, …)`` keys of its rows."""
+    """Scan one shard; return the ``(job, rollout, rollout_id, …)`` keys of its rows.  Its
+    rows are of JSON types once its schema is the published one: scanned with ``memo``."""
     rel, config = str(rec["path"]), rec.get("config")
     if config not in CONFIGS or not rel.startswith(f"data/{config}/"):
         report.add(finding(SCHEMA, f"{rel} is not a shard of a known config", file=rel))
@@ -162,7 +164,7 @@ def _scan_shard(
         for row in batch.to_pylist():
             n += 1
             where = f"{rel} row {n}"
-            report.extend(scan_row(row, config, where=where, cache=cache))
+            report.extend(scan_row(row, config, where=where, cache=cache, memo=memo))
             report.extend(_arguments_findings(row, config, where, cache))
             keys.append({k: row.get(k) for k in ("rollout_id", "job", "rollout")})
     if n != rec.get("rows"):
@@ -358,7 +360,9 @@ _ROWS_OPEN = b'  "trials": ['
 _ROW_START, _ROW_ENDS = b"    {", (b"    }", b"    },")
 
 
-def _scan_json_rows(path: Path, rel: str, cache: TextCache, report: GateReport) -> bool:
+def _scan_json_rows(
+    path: Path, rel: str, cache: TextCache, report: GateReport, memo: ScanMemo
+) -> bool:
     """Scan a JSON report written by ``write_report_json`` (two-space indentation, a
     ``trials`` list last) one trial at a time, so its size never matters: every byte of it is
     parsed (the head, each row, the closing lines) and every value scanned.  ``False`` (and
@@ -391,7 +395,9 @@ def _scan_json_rows(path: Path, rel: str, cache: TextCache, report: GateReport) 
                         row.append(line)
                         if line in _ROW_ENDS:
                             text = b"\n".join(row)
-                            found.extend(scan_value(orjson.loads(text.rstrip(b",")), rel, cache))
+                            found.extend(
+                                scan_value(orjson.loads(text.rstrip(b",")), rel, cache, memo)
+                            )
                             row = None
                 elif state == "tail":
                     if line != b"}":
@@ -406,7 +412,7 @@ def _scan_json_rows(path: Path, rel: str, cache: TextCache, report: GateReport) 
         return False
     if not isinstance(doc, dict):
         return False
-    found.extend(scan_value(doc, rel, cache))
+    found.extend(scan_value(doc, rel, cache, memo))
     report.extend(found)
     return True
 
@@ -444,20 +450,21 @@ def verify_bundle(
         ),
     ]
     cache: TextCache = {}  # text repeated across steps, rows and configs is scanned once
+    memo = ScanMemo()  # and a parsed object repeated across them is walked once
     for rel in texts:
         p = bundle / rel
         if not p.is_file():
             report.add(finding(SCHEMA, f"{rel} is missing", file=rel))
             continue
-        if rel.endswith(".json") and _scan_json_rows(p, rel, cache, report):
+        if rel.endswith(".json") and _scan_json_rows(p, rel, cache, report, memo):
             continue  # a report in its own layout: scanned one trial at a time
         text = p.read_text(encoding="utf-8", errors="replace")
         doc = _json_document(text) if rel.endswith(".json") else None
         if doc is not None:  # a JSON report: every string of it, repeated ones scanned once
-            report.extend(scan_value(doc, rel, cache))
+            report.extend(scan_value(doc, rel, cache, memo))
         else:
             report.extend(scan_text(text, rel))
-    keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache)]
+    keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache, memo)]
     scanned = _scan_excluded(bundle, manifest, listed, cache, report)
     not_ingested = manifest.get("jobs_not_ingested")
     report.n_excluded = (scanned[0] if scanned else 0) + (

@@ -1,0 +1,77 @@
+"""What the publish scan found in a JSON object it has already walked, for the next copy.
+
+Published rows repeat the same objects many times: a trial's messages are in its
+``messages``, ``prompt`` and ``completion`` columns and again in its ``trajectory``, each
+``trl_sft`` row carries the whole conversation before its turn, and every row of a harness
+carries the same tool definitions.  Walking each copy key by key was most of the publish
+gate's time on a bundle of exported trials.
+
+:class:`ScanMemo` keeps, for each object that was a list item, the finding *attempts* its
+walk made (check, what, evidence; the place is added when a row's findings are made), keyed
+by the object's JSON bytes.  Replaying the attempts through the same de-duplication and
+per-check cap gives exactly the findings walking the copy would have given: what a walk of
+an object attempts depends on the object alone, and an attempt that repeats one earlier in
+the same object is always refused, so only the first of each is kept.
+
+Only values made of JSON types (``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
+``float``, ``bool``, ``None``) may be scanned with a memo: parsed JSON, and the rows of a
+shard with the published schema.  Two such values have the same JSON bytes only when they
+are equal and of the same types; a tuple, by contrast, serializes like a list but is never
+walked.  An object whose bytes cannot be made (another type), or are over
+:data:`MAX_KEY_BYTES`, is walked every time.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+MAX_KEY_BYTES = 256 * 1024  # a larger object is walked every time (it rarely repeats)
+MAX_BYTES = 64 * 1024 * 1024  # keys and attempts held in all; the memo starts afresh past it
+ENTRY_OVERHEAD = 128  # bytes of a table slot, a tuple and its header, roughly
+_STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_STRICT |= orjson.OPT_PASSTHROUGH_DATACLASS
+
+Attempt = tuple[str, str, str]  # check, what was found (the message before " in <where>"), evidence
+
+
+class ScanMemo:
+    """Attempts of walked objects, bounded by :data:`MAX_BYTES`; share one across the rows
+    and shards of a bundle."""
+
+    __slots__ = ("_data", "_bytes", "hits", "clears")
+
+    def __init__(self) -> None:
+        self._data: dict[bytes, tuple[Attempt, ...]] = {}
+        self._bytes = 0
+        self.hits = 0  # objects not walked again (for tests and benchmarks)
+        self.clears = 0
+
+    @staticmethod
+    def key(obj: object) -> bytes | None:
+        """The JSON bytes of ``obj``, or None when it is not to be remembered."""
+        try:
+            data = orjson.dumps(obj, option=_STRICT)
+        except TypeError:  # a type JSON has not (a datetime, a subclass, bytes …)
+            return None
+        return data if len(data) <= MAX_KEY_BYTES else None
+
+    def get(self, key: bytes) -> tuple[Attempt, ...] | None:
+        hit = self._data.get(key)
+        if hit is not None:
+            self.hits += 1
+        return hit
+
+    def put(self, key: bytes, attempts: list[Attempt]) -> None:
+        """Remember the attempts of the object ``key`` (the first of each check and
+        evidence, in order)."""
+        kept: dict[tuple[str, str], Attempt] = {}
+        for a in attempts:
+            kept.setdefault((a[0], a[2]), a)
+        entry = tuple(kept.values())
+        cost = len(key) + ENTRY_OVERHEAD + sum(len(a[1]) + 96 for a in entry)
+        if self._bytes + cost > MAX_BYTES:
+            self._data.clear()
+            self._bytes = 0
+            self.clears += 1
+        self._data[key] = entry
+        self._bytes += cost
