@@ -21,6 +21,7 @@ import json
 import math
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -40,7 +41,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORK = REPO_ROOT / "bench" / "corpora"
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
 
-SCENARIOS = ("small", "heavy", "scale", "dagster", "cache", "release-scale", "release-again")
+SCENARIOS = (
+    "small",
+    "heavy",
+    "scale",
+    "dagster",
+    "cache",
+    "release-scale",
+    "release-again",
+    "release-export",
+)
 DEFAULT_SCENARIOS = ("small", "heavy")
 
 MARKER_NAME = ".bench-corpus.json"
@@ -58,6 +68,7 @@ class Sizes:
     heavy_exchanges: int
     scale: tuple[int, ...]  # the third one is the "20,000" point of the flat-memory target
     release: tuple[int, ...] = ()  # release-scale: the first is the reference size
+    export: tuple[int, ...] = ()  # release-export: the first is the reference size
 
 
 FULL_SIZES = Sizes(
@@ -65,8 +76,16 @@ FULL_SIZES = Sizes(
     heavy_exchanges=400,
     scale=(1000, 5000, 20000, 100000),
     release=(2000, 20000, 100000),
+    export=(2000, 20000),
 )
-QUICK_SIZES = Sizes(small=40, heavy_exchanges=20, scale=(40, 80, 160, 320), release=(40, 160, 320))
+QUICK_SIZES = Sizes(
+    small=40,
+    heavy_exchanges=20,
+    scale=(40, 80, 160, 320),
+    release=(40, 160, 320),
+    export=(40, 160),
+)
+EXPORT_PLAN = "plan.json"  # beside the jobs of an exportable corpus
 # Points of at least this many trials are timed --scale-runs times (scale, release-scale).
 BIG_POINT_TRIALS = 20000
 QUICK_BIG_POINT_TRIALS = 160
@@ -164,6 +183,9 @@ def _first_int(d: dict[str, Any], keys: Sequence[str]) -> int | None:
     return None
 
 
+_RELEASE_EXPORTED = re.compile(r"^trials exported:\s+(\d+)", re.MULTILINE)
+
+
 def summarize_output(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """A small summary of a tool's JSON report (after the clock stopped), and a warning."""
     size = path.stat().st_size
@@ -179,6 +201,9 @@ def summarize_output(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         try:
             last = json.loads(lines[-1])
         except (ValueError, IndexError):
+            exported = _RELEASE_EXPORTED.search(text)  # bf-assets release's own summary
+            if exported:
+                return {"exported": int(exported.group(1))}, None
             return None, "stdout is not JSON"
         doc = last if isinstance(last, dict) else {}
         doc = {"jsonl_lines": len(lines), **doc}
@@ -419,6 +444,34 @@ def _fixture_digest(job_dir: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def write_export_plan(path: Path, trials: Sequence[dict[str, Any]]) -> int:
+    """A plan (JSON) of every cell ``trials`` ran, per harness and model, with as many slots
+    per cell as the cell with the most attempts; returns the number of cells."""
+    attempts: dict[tuple[Any, ...], int] = {}
+    for t in trials:
+        cell = (t["task"], t["harness"], t["model"], t["skill_mode"], t["sandbox"])
+        attempts[cell] = attempts.get(cell, 0) + 1
+    slots = max(attempts.values(), default=1)
+    tasks = sorted({c[0] for c in attempts})
+    modes = sorted({c[3] for c in attempts})
+    sandboxes = sorted({c[4] for c in attempts})
+    pairs = sorted({(c[1], c[2]) for c in attempts}, key=lambda hm: (hm[0], hm[1] or ""))
+    matrix = [
+        {
+            "tasks": tasks,
+            "harnesses": [harness],
+            "models": [model],
+            "skill_modes": modes,
+            "sandboxes": sandboxes,
+            "trials": slots,
+            "required": False,
+        }
+        for harness, model in pairs
+    ]
+    path.write_text(json.dumps({"name": "bench-export", "matrix": matrix}, indent=2) + "\n")
+    return len(attempts)
+
+
 class CorpusFactory:
     """Builds corpora under ``work`` and reuses one whose marker file matches its spec."""
 
@@ -508,6 +561,29 @@ class CorpusFactory:
             return {"trials": len(made)} if isinstance(made, list) else {}
 
         return self._ensure(f"trials-{n_trials}", spec, build)
+
+    def exportable(self, n_trials: int) -> Corpus:
+        """``n_trials`` generated trials, all from healthy scenarios, and a plan
+        (``EXPORT_PLAN``) with a slot for every attempt of every cell they ran: every
+        publishable, training-ready trial fills a slot and is exported (in the ``trials``
+        corpora nearly every trial is excluded, as a quarantine, a rejection or a superseded
+        attempt, and a release exports a few dozen)."""
+        gen = self.generator()
+        spec = {
+            "kind": "exportable",
+            "n_trials": n_trials,
+            "seed": SEED,
+            "healthy_fraction": 1.0,
+            "generator_digest": self._generator_digest,
+            "plan": EXPORT_PLAN,
+        }
+
+        def build(root: Path) -> dict[str, Any]:
+            made = gen.generate_corpus(root, n_trials, seed=SEED, healthy_fraction=1.0)
+            cells = write_export_plan(root / EXPORT_PLAN, [p.to_dict() for p in made])
+            return {"trials": len(made), "plan_cells": cells}
+
+        return self._ensure(f"exportable-{n_trials}", spec, build)
 
     def _fixture_copies(self, n_trials: int) -> Corpus:
         src = self.fixture_job
@@ -709,11 +785,14 @@ class Tools:
     def _fresh_dir(self, prefix: str) -> Path:
         return Path(tempfile.mkdtemp(prefix=prefix, dir=self.scratch))
 
-    def ours_review(self, jobs: Path, cache_dir: Path | None = None) -> Invocation:
+    def ours_review(
+        self, jobs: Path, cache_dir: Path | None = None, extra: Sequence[str] = ()
+    ) -> Invocation:
         """Our review; the cache only in the cache scenario (``cache_dir`` given), so the
-        other scenarios measure a plain review with no cache writes."""
+        other scenarios measure a plain review with no cache writes; ``extra``: more
+        arguments (a plan and a task tree)."""
         cleanup: list[Path] = []
-        argv = [*self.ours, str(jobs), "--json"]
+        argv = [*self.ours, str(jobs), "--json", *extra]
         if cache_dir is not None and self.has_cache_flag:
             argv += [self.cache_flag, str(cache_dir)]
         if cache_dir is None:
@@ -751,9 +830,12 @@ class Tools:
             self._template = home
         return self._template
 
-    def release(self, corpus: Corpus, again: Path | None = None) -> Invocation:
+    def release(
+        self, corpus: Corpus, again: Path | None = None, extra: Sequence[str] = ()
+    ) -> Invocation:
         """A release into a fresh instance, warehouse and output folder of its own; with
-        ``again``, into those of the release that ran in ``again`` (its second release)."""
+        ``again``, into those of the release that ran in ``again`` (its second release);
+        ``extra``: more arguments (a plan and a task tree)."""
         assert self.release_template is not None
         run_dir = again or self._fresh_dir("release-")
         home = run_dir / "dagster_home"
@@ -768,7 +850,7 @@ class Tools:
         for d in (home, out, cache, warehouse):
             d.mkdir(exist_ok=True)
         values = {"jobs": str(corpus.jobs), "corpus": str(corpus.root), "out": str(out)}
-        argv = [a.format(**values) for a in self.release_template]
+        argv = [*(a.format(**values) for a in self.release_template), *extra]
         env = _child_env(
             {
                 "DAGSTER_HOME": str(home),
@@ -1355,6 +1437,75 @@ class Bench:
             self.context,
         )
 
+    def release_export(self) -> None:
+        """``release-scale`` on corpora whose healthy trials are all exported (the curation,
+        the shards and the publish gate at scale); figures, no target of the issue."""
+        sizes = ", ".join(f"{n:,}" for n in self.sizes.export)
+        what = f"release-export: release vs review, every healthy trial exported, at {sizes}"
+        if self.corpora.fixture_job is not None:
+            print(f"\n== {what} ==\n  skipped: generated corpora only (--fixture-job given)")
+            return
+        if not self._release_ready(what):
+            return
+        rows: list[dict[str, Any]] = []
+        for n in self.sizes.export:
+            corpus = self.corpora.exportable(n)
+            extra = [
+                "--plan",
+                str(corpus.root / EXPORT_PLAN),
+                "--tasks",
+                str(corpus.root / "tasks"),
+            ]
+            runs = self._runs_for(n)
+            print(
+                f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
+                f"{corpus.stats.get('plan_cells', '?')} planned cells, {runs} run(s) per command"
+            )
+            if not self.args.no_prewarm:
+                prewarm(corpus.jobs)
+            sides = [
+                Side(
+                    "release",
+                    "bf-assets release --plan",
+                    lambda c=corpus, e=extra: self.tools.release(c, extra=e),
+                    traceback_is_crash=False,
+                ),
+                Side(
+                    "review",
+                    "bf-assets review --plan",
+                    lambda c=corpus, e=extra: self.tools.ours_review(c.jobs, extra=e),
+                ),
+            ]
+            ms = run_sides(sides, runs, self.tools)
+            stats = [side_stats(s, ms[s.key]) for s in sides]
+            print_table(stats, "release/review")
+            exported = sorted(
+                {
+                    m.summary["exported"]
+                    for m in ms["release"]
+                    if m.summary and "exported" in m.summary
+                }
+            )
+            print(f"  trials exported by the release: {', '.join(map(str, exported)) or '?'}")
+            rows.append(
+                {
+                    "trials": corpus.n_trials,
+                    "exported": exported[0] if len(exported) == 1 else exported,
+                    "runs_per_tool": runs,
+                    "corpus": {"path": str(corpus.root), **corpus.stats},
+                    "stats": [asdict(s) for s in stats],
+                    "runs": _raw(ms),
+                }
+            )
+        print_release_summary(rows)
+        write_results(
+            self.args.results,
+            "release-export",
+            self.args.quick,
+            {"release_cmd": self.tools.release_template, "sizes": rows},
+            self.context,
+        )
+
     def cache(self) -> None:
         print("\n== cache: second bf-assets review of an unchanged corpus vs the first ==")
         if self.tools.skip_ours:
@@ -1642,6 +1793,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "first is the reference size)",
     )
     p.add_argument(
+        "--export-sizes",
+        type=_sizes,
+        default=None,
+        help="comma-separated corpus sizes of release-export (default 2000,20000; the first "
+        "is the reference size)",
+    )
+    p.add_argument(
         "--scale-runs",
         type=int,
         default=1,
@@ -1740,6 +1898,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = replace(sizes, scale=args.scale_sizes)
     if args.release_sizes:
         sizes = replace(sizes, release=args.release_sizes)
+    if args.export_sizes:
+        sizes = replace(sizes, export=args.export_sizes)
     if args.small_trials is not None:
         sizes = replace(sizes, small=args.small_trials)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -1755,7 +1915,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted = set(args.scenario)
         needs_trials = bool(wanted & {"small", "scale"}) or (
             not args.skip_ours
-            and bool(wanted & {"dagster", "cache", "release-scale", "release-again"})
+            and bool(
+                wanted & {"dagster", "cache", "release-scale", "release-again", "release-export"}
+            )
         )
         corpora.check_available(
             need_generated=needs_trials,

@@ -100,3 +100,41 @@ def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
     parallel = small["host"]["parallel"]
     assert parallel["cpus"] >= 1 and 0 < parallel["speedup"] <= parallel["cpus"] * 1.25
     assert parallel["cpu_growth"] > 0
+
+
+def test_an_exportable_corpus_exports_every_training_ready_trial(tmp_path: Path) -> None:
+    """The release-export scenario's corpus: its plan has a slot for every attempt of every
+    cell, so no trial is superseded or unplanned and the release path exports at scale."""
+    rb = _bench()
+    corpus = rb.CorpusFactory(tmp_path / "work", None).exportable(40)
+    plan = corpus.root / rb.EXPORT_PLAN
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bf_assets.cli.main",
+            "review",
+            str(corpus.jobs),
+            "--plan",
+            str(plan),
+            "--tasks",
+            str(corpus.root / "tasks"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=REPO,
+    )
+    summary = json.loads(done.stdout)["summary"]
+    excluded = summary["excluded_by_reason"]
+    assert summary["exported"] + sum(excluded.values()) == 40
+    assert set(excluded) <= {"not training-ready"}  # none superseded, unplanned or rejected
+    assert summary["exported"] >= 30
+    assert corpus.stats["plan_cells"] == len(
+        {
+            (t["task"], t["harness"], t["model"], t["skill_mode"], t["sandbox"])
+            for t in json.loads((corpus.root / "sample-manifest.json").read_text())["trials"]
+        }
+    )
