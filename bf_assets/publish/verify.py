@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pyarrow.parquet as pq
@@ -119,6 +119,8 @@ def _load_manifest(bundle: Path, report: GateReport) -> dict[str, Any] | None:
         report.add(finding(SCHEMA, f"{MANIFEST_PATH} has no file list", file=MANIFEST_PATH))
         return None
     report.extend(scan_value(doc, MANIFEST_PATH))
+    # scanned: the gate reads nothing more of the per-trial list (a few KB a trial exported)
+    doc.pop("source_trials", None)
     return doc
 
 
@@ -140,11 +142,28 @@ def _check_files(
     return [listed[r] for r in sorted(listed) if r.startswith("data/") and r in present]
 
 
+class RowKey(NamedTuple):
+    """Which trial a shard row is, and where (a tuple: a bundle has a row per trial and
+    config, and several per trial in ``trl_sft``)."""
+
+    rollout_id: Any
+    job: Any
+    rollout: Any
+    config: str
+    file: str
+
+
 def _scan_shard(
-    bundle: Path, rec: dict[str, Any], report: GateReport, cache: TextCache, memo: ScanMemo
-) -> list[dict[str, Any]]:
-    """Scan one shard; return the ``(job, rollout, rollout_id, …)`` keys of its rows.  Its
-    rows are of JSON types once its schema is the published one: scanned with ``memo``."""
+    bundle: Path,
+    rec: dict[str, Any],
+    report: GateReport,
+    cache: TextCache,
+    memo: ScanMemo,
+    names: dict[Any, Any],
+) -> list[RowKey]:
+    """Scan one shard; return the keys of its rows (their strings shared through ``names``
+    across the shards).  Its rows are of JSON types once its schema is the published one:
+    scanned with ``memo``."""
     rel, config = str(rec["path"]), rec.get("config")
     if config not in CONFIGS or not rel.startswith(f"data/{config}/"):
         report.add(finding(SCHEMA, f"{rel} is not a shard of a known config", file=rel))
@@ -158,7 +177,8 @@ def _scan_shard(
     if not pf.schema_arrow.equals(expected, check_metadata=False):
         report.add(finding(SCHEMA, f"{rel} does not have the published {config} schema", file=rel))
         return []
-    keys = []
+    keys: list[RowKey] = []
+    shared = names.setdefault
     n = 0
     for batch in pf.iter_batches(batch_size=SCAN_BATCH_ROWS):
         for row in batch.to_pylist():
@@ -166,13 +186,20 @@ def _scan_shard(
             where = f"{rel} row {n}"
             report.extend(scan_row(row, config, where=where, cache=cache, memo=memo))
             report.extend(_arguments_findings(row, config, where, cache))
-            keys.append({k: row.get(k) for k in ("rollout_id", "job", "rollout")})
+            rid, job, rollout = row.get("rollout_id"), row.get("job"), row.get("rollout")
+            if type(rid) is str:  # one string per trial, not one per row
+                rid = shared(rid, rid)
+            if type(job) is str:
+                job = shared(job, job)
+            if type(rollout) is str:
+                rollout = shared(rollout, rollout)
+            keys.append(RowKey(rid, job, rollout, config, rel))
     if n != rec.get("rows"):
         report.add(
             finding(SCHEMA, f"{rel} has {n} rows, the manifest says {rec.get('rows')}", file=rel)
         )
     report.rows[config] = report.rows.get(config, 0) + n
-    return [{**k, "config": config, "file": rel} for k in keys]
+    return keys
 
 
 def _arguments_findings(
@@ -272,7 +299,7 @@ def _match_excluded(bundle: Path, excluded: Sequence[Decision], report: GateRepo
 
 def _cross_check(
     bundle: Path,
-    keys: list[dict[str, Any]],
+    keys: list[RowKey],
     manifest: dict[str, Any],
     recorded: dict[TrialKey, tuple[str, str]] | None,
     dataset: DatasetReview | None,
@@ -280,15 +307,15 @@ def _cross_check(
     report: GateReport,
 ) -> str | None:
     """Rows against the decision; returns the release verdict the decision gives."""
-    main = [k for k in keys if k["config"] == DEFAULT_CONFIG]
-    ids = {k["rollout_id"] for k in main}
+    main = [k for k in keys if k.config == DEFAULT_CONFIG]
+    ids = {k.rollout_id for k in main}
     for k in keys:
-        if k["config"] != DEFAULT_CONFIG and k["rollout_id"] not in ids:
+        if k.config != DEFAULT_CONFIG and k.rollout_id not in ids:
             report.add(
                 finding(
                     NOT_READY,
-                    f"{k['file']}: rollout {k['rollout_id']} is not an exported rollout",
-                    file=k["file"],
+                    f"{k.file}: rollout {k.rollout_id} is not an exported rollout",
+                    file=k.file,
                 )
             )
     if dataset is None:
@@ -304,22 +331,22 @@ def _cross_check(
     expected = set(final.exports)
     seen: set[TrialKey] = set()
     for k in main:
-        key = (str(k["job"]), str(k["rollout"]))
+        key = (str(k.job), str(k.rollout))
         seen.add(key)
         if key not in expected:
             report.add(
                 finding(
                     NOT_READY,
-                    f"{k['file']}: {key[0]}/{key[1]} is not a trial the dataset review exports",
-                    file=k["file"],
+                    f"{k.file}: {key[0]}/{key[1]} is not a trial the dataset review exports",
+                    file=k.file,
                 )
             )
-        elif rollout_ids is not None and rollout_ids.get(key) != k["rollout_id"]:
+        elif rollout_ids is not None and rollout_ids.get(key) != k.rollout_id:
             report.add(
                 finding(
                     NOT_READY,
-                    f"{k['file']}: {key[0]}/{key[1]} changed since it was reviewed",
-                    file=k["file"],
+                    f"{k.file}: {key[0]}/{key[1]} changed since it was reviewed",
+                    file=k.file,
                 )
             )
     for key in sorted(expected - seen):
@@ -361,7 +388,7 @@ _ROW_START, _ROW_ENDS = b"    {", (b"    }", b"    },")
 
 
 def _scan_json_rows(
-    path: Path, rel: str, cache: TextCache, report: GateReport, memo: ScanMemo
+    path: Path, rel: str, cache: TextCache, report: GateReport, memo: ScanMemo | None = None
 ) -> bool:
     """Scan a JSON report written by ``write_report_json`` (two-space indentation, a
     ``trials`` list last) one trial at a time, so its size never matters: every byte of it is
@@ -464,7 +491,9 @@ def verify_bundle(
             report.extend(scan_value(doc, rel, cache, memo))
         else:
             report.extend(scan_text(text, rel))
-    keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache, memo)]
+    names: dict[Any, Any] = {}
+    keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache, memo, names)]
+    del names
     scanned = _scan_excluded(bundle, manifest, listed, cache, report)
     not_ingested = manifest.get("jobs_not_ingested")
     report.n_excluded = (scanned[0] if scanned else 0) + (
