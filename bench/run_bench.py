@@ -1326,17 +1326,52 @@ class Bench:
         print(f"  Dagster instance: SQLite, {kind} (--fresh-instance to change)")
         return True
 
-    def _release_sides(self, corpus: Corpus) -> list[Side]:
+    def _release_sides(self, corpus: Corpus, extra: Sequence[str] = ()) -> list[Side]:
+        """The release and the review of ``corpus``, both given ``extra`` arguments."""
+        more = f" {extra[0]}" if extra else ""
         return [
             # Dagster may log a handled exception with its traceback: judge by exit code only.
             Side(
                 "release",
-                "bf-assets release",
-                lambda: self.tools.release(corpus),
+                f"bf-assets release{more}",
+                lambda: self.tools.release(corpus, extra=extra),
                 traceback_is_crash=False,
             ),
-            Side("review", "bf-assets review", lambda: self.tools.ours_review(corpus.jobs)),
+            Side(
+                "review",
+                f"bf-assets review{more}",
+                lambda: self.tools.ours_review(corpus.jobs, extra=extra),
+            ),
         ]
+
+    def _release_point(
+        self, corpus: Corpus, extra: Sequence[str] = (), about: str = ""
+    ) -> dict[str, Any]:
+        """One size of a release series: the release and the review alternated, their table,
+        and the row the series keeps (with how many trials the release exported)."""
+        runs = self._runs_for(corpus.n_trials)
+        print(
+            f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
+            f"{about}{runs} run(s) per command"
+        )
+        if not self.args.no_prewarm:
+            prewarm(corpus.jobs)
+        sides = self._release_sides(corpus, extra)
+        ms = run_sides(sides, runs, self.tools)
+        stats = [side_stats(s, ms[s.key]) for s in sides]
+        print_table(stats, "release/review")
+        exported = sorted(
+            {m.summary["exported"] for m in ms["release"] if m.summary and "exported" in m.summary}
+        )
+        print(f"  trials exported by the release: {', '.join(map(str, exported)) or '?'}")
+        return {
+            "trials": corpus.n_trials,
+            "exported": exported[0] if len(exported) == 1 else exported,
+            "runs_per_tool": runs,
+            "corpus": {"path": str(corpus.root), **corpus.stats},
+            "stats": [asdict(s) for s in stats],
+            "runs": _raw(ms),
+        }
 
     def dagster(self) -> None:
         if not self._release_ready("dagster: bf-assets release vs bf-assets review, small corpus"):
@@ -1379,27 +1414,7 @@ class Bench:
             return
         rows: list[dict[str, Any]] = []
         for n in self.sizes.release:
-            corpus = self.corpora.trials(n)
-            runs = self._runs_for(n)
-            print(
-                f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
-                f"{runs} run(s) per command"
-            )
-            if not self.args.no_prewarm:
-                prewarm(corpus.jobs)
-            sides = self._release_sides(corpus)
-            ms = run_sides(sides, runs, self.tools)
-            stats = [side_stats(s, ms[s.key]) for s in sides]
-            print_table(stats, "release/review")
-            rows.append(
-                {
-                    "trials": corpus.n_trials,
-                    "runs_per_tool": runs,
-                    "corpus": {"path": str(corpus.root), **corpus.stats},
-                    "stats": [asdict(s) for s in stats],
-                    "runs": _raw(ms),
-                }
-            )
+            rows.append(self._release_point(self.corpora.trials(n)))
         print_release_summary(rows)
         series = {int(row["trials"]): {s["key"]: s for s in row["stats"]} for row in rows}
         self.figures["release"] = series
@@ -1456,47 +1471,8 @@ class Bench:
                 "--tasks",
                 str(corpus.root / "tasks"),
             ]
-            runs = self._runs_for(n)
-            print(
-                f"  -- {corpus.n_trials:,} trials, {corpus.stats['bytes'] / MB:.1f} MB, "
-                f"{corpus.stats.get('plan_cells', '?')} planned cells, {runs} run(s) per command"
-            )
-            if not self.args.no_prewarm:
-                prewarm(corpus.jobs)
-            sides = [
-                Side(
-                    "release",
-                    "bf-assets release --plan",
-                    lambda c=corpus, e=extra: self.tools.release(c, extra=e),
-                    traceback_is_crash=False,
-                ),
-                Side(
-                    "review",
-                    "bf-assets review --plan",
-                    lambda c=corpus, e=extra: self.tools.ours_review(c.jobs, extra=e),
-                ),
-            ]
-            ms = run_sides(sides, runs, self.tools)
-            stats = [side_stats(s, ms[s.key]) for s in sides]
-            print_table(stats, "release/review")
-            exported = sorted(
-                {
-                    m.summary["exported"]
-                    for m in ms["release"]
-                    if m.summary and "exported" in m.summary
-                }
-            )
-            print(f"  trials exported by the release: {', '.join(map(str, exported)) or '?'}")
-            rows.append(
-                {
-                    "trials": corpus.n_trials,
-                    "exported": exported[0] if len(exported) == 1 else exported,
-                    "runs_per_tool": runs,
-                    "corpus": {"path": str(corpus.root), **corpus.stats},
-                    "stats": [asdict(s) for s in stats],
-                    "runs": _raw(ms),
-                }
-            )
+            cells = f"{corpus.stats.get('plan_cells', '?')} planned cells, "
+            rows.append(self._release_point(corpus, extra, cells))
         print_release_summary(rows)
         write_results(
             self.args.results,
@@ -1724,7 +1700,7 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
     print(
         f"\n  {'trials':>8}  {'release wall':>12} {'CPU':>9} {'RSS':>10}  "
         f"{'review wall':>11} {'CPU':>9} {'RSS':>10}  {'rel/rev wall':>12} "
-        f"{'rel RSS growth':>14}"
+        f"{'rel RSS growth':>14} {'exported':>9}"
     )
     for row in rows:
         by = {s["key"]: s for s in row["stats"]}
@@ -1736,7 +1712,7 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
             f"{fmt_s(rev['wall_median_s']):>11} {fmt_s(rev['cpu_median_s']):>9} "
             f"{fmt_mb(rev['rss_median_mb']):>10}  "
             f"{fmt_x(ratio(rel['wall_median_s'], rev['wall_median_s'])):>12} "
-            f"{fmt_x(growth):>14}"
+            f"{fmt_x(growth):>14} {row.get('exported', '?')!s:>9}"
         )
 
 
