@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -157,8 +158,29 @@ def scan_value(
     the per-check cap keeps.  The walk is a plain loop over one stack (no generator, no
     per-node call for a key seen before): it runs on every published value, twice
     (curation and the publish gate)."""
-    log: list[Attempt] | None = [] if memo is not None else None
-    found = _Findings(where, log)
+    found = _Findings(where, [] if memo is not None else None)
+    _walk_into(found, value, cache, memo)
+    return found.out
+
+
+def scan_values(
+    values: Iterable[Any], where: str, cache: TextCache | None = None, memo: ScanMemo | None = None
+) -> list[Finding]:
+    """:func:`scan_value` of several values as parts of one document (``values`` is consumed
+    one at a time, so a large document can be scanned a part at a time): one finding per
+    check and evidence and at most :data:`MAX_PER_CHECK` per check in all, the values
+    walked in the order given."""
+    found = _Findings(where, [] if memo is not None else None)
+    for value in values:
+        _walk_into(found, value, cache, memo)
+    return found.out
+
+
+def _walk_into(
+    found: _Findings, value: Any, cache: TextCache | None, memo: ScanMemo | None
+) -> None:
+    """The walk of :func:`scan_value`, adding to ``found`` (whose ``log`` a memo needs)."""
+    log = found.log
     stack: list[tuple[Any, Any, Parent]] = [(None, value, None)]
     pop, push = stack.pop, stack.append
     while stack:
@@ -193,7 +215,6 @@ def scan_value(
             inner = parse_json_string(v)
             if inner is not None:
                 push((None, inner, None))
-    return found.out
 
 
 def scan_text(text: str, where: str) -> list[Finding]:

@@ -19,7 +19,7 @@ and scanned as values too (keys and every string), and one that is not a JSON ob
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -37,6 +37,7 @@ from bf_assets.curate.scan import (
     scan_row,
     scan_text,
     scan_value,
+    scan_values,
 )
 from bf_assets.curate.scanmemo import ScanMemo
 from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
@@ -107,20 +108,93 @@ class GateReport:
         return f"release verdict {self.verdict}{why}{failed}"
 
 
-def _load_manifest(bundle: Path, report: GateReport) -> dict[str, Any] | None:
+_SOURCES_OPEN = b'  "source_trials": ['
+_SOURCES_CLOSE = (b"  ],", b"  ]")
+_PART_START, _PART_ENDS = b"    {", (b"    }", b"    },")
+
+
+class _NotInLayout(Exception):
+    """The manifest is not laid out as ``build_manifest`` writes it: it is parsed whole."""
+
+
+def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
+    """The manifest as ``build_manifest`` writes it (sorted keys, two-space indentation) a
+    part at a time: each record of ``source_trials`` (one per exported trial), then the rest
+    of the document, which is also left in ``out["doc"]`` (without ``source_trials``).  The
+    records are never all in memory: parsed whole, a manifest of 16,000 exported trials
+    (12 MB) took 180 MB.  :class:`_NotInLayout` when the file is laid out otherwise."""
+    head: list[bytes] = []
+    tail: list[bytes] = []
+    part: list[bytes] | None = None
+    state = "head"
+    with path.open("rb") as fh:
+        for raw in fh:
+            line = raw.rstrip(b"\n")
+            if state == "head":
+                if line == _SOURCES_OPEN:
+                    state = "parts"
+                else:
+                    head.append(line)
+            elif state == "parts":
+                if part is None:
+                    if line in _SOURCES_CLOSE:
+                        state = "tail" if line.endswith(b",") else "last"
+                    elif line == _PART_START:
+                        part = [line]
+                    else:
+                        raise _NotInLayout
+                else:
+                    part.append(line)
+                    if line in _PART_ENDS:
+                        try:
+                            yield orjson.loads(b"\n".join(part).rstrip(b","))
+                        except orjson.JSONDecodeError:
+                            raise _NotInLayout from None
+                        part = None
+            else:
+                tail.append(line)
+    if state == "parts":
+        raise _NotInLayout
+    if state == "last" and head:  # source_trials was the last key: no comma before it
+        head[-1] = head[-1].rstrip(b",")
     try:
-        doc = orjson.loads((bundle / MANIFEST_PATH).read_bytes())
-    except (OSError, orjson.JSONDecodeError) as exc:
-        report.add(
-            finding(SCHEMA, f"{MANIFEST_PATH} is missing or not JSON: {exc}", file=MANIFEST_PATH)
-        )
-        return None
+        doc = orjson.loads(b"\n".join(head + tail))
+    except orjson.JSONDecodeError:
+        raise _NotInLayout from None
+    if not isinstance(doc, dict):
+        raise _NotInLayout
+    out["doc"] = doc
+    yield doc
+
+
+def _load_manifest(
+    bundle: Path, report: GateReport, cache: TextCache | None = None, memo: ScanMemo | None = None
+) -> dict[str, Any] | None:
+    """The manifest without its per-trial ``source_trials`` (scanned, and read by nothing
+    after), its findings added to ``report``; None when it is missing or not a manifest."""
+    path = bundle / MANIFEST_PATH
+    out: dict[str, Any] = {}
+    try:  # a record at a time, as written; any other layout is parsed whole below
+        found = scan_values(_manifest_parts(path, out), MANIFEST_PATH, cache, memo)
+        doc = out.get("doc")
+    except (OSError, _NotInLayout):
+        doc = None
+    if doc is None:
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            report.add(
+                finding(
+                    SCHEMA, f"{MANIFEST_PATH} is missing or not JSON: {exc}", file=MANIFEST_PATH
+                )
+            )
+            return None
+        found = None
     if not isinstance(doc, dict) or not isinstance(doc.get("files"), list):
         report.add(finding(SCHEMA, f"{MANIFEST_PATH} has no file list", file=MANIFEST_PATH))
         return None
-    report.extend(scan_value(doc, MANIFEST_PATH))
-    # scanned: the gate reads nothing more of the per-trial list (a few KB a trial exported)
-    doc.pop("source_trials", None)
+    report.extend(found if found is not None else scan_value(doc, MANIFEST_PATH, cache, memo))
+    doc.pop("source_trials", None)  # scanned: nothing later reads it
     return doc
 
 
@@ -461,7 +535,9 @@ def verify_bundle(
     artifact digest as reviewed)."""
     bundle = Path(bundle_dir)
     report = GateReport()
-    manifest = _load_manifest(bundle, report)
+    cache: TextCache = {}  # text repeated across steps, rows and configs is scanned once
+    memo = ScanMemo()  # and a parsed object repeated across them is walked once
+    manifest = _load_manifest(bundle, report, cache, memo)
     if manifest is None:
         return report
     shards = _check_files(bundle, manifest, report)
@@ -476,8 +552,6 @@ def verify_bundle(
             if isinstance(f, dict) and str(f.get("path", "")).startswith("report/")
         ),
     ]
-    cache: TextCache = {}  # text repeated across steps, rows and configs is scanned once
-    memo = ScanMemo()  # and a parsed object repeated across them is walked once
     for rel in texts:
         p = bundle / rel
         if not p.is_file():
