@@ -175,3 +175,59 @@ def test_a_slot_names_its_first_superseded_attempts_and_counts_the_rest() -> Non
     assert "superseded: " + text in _tooltip(row)
     few = SlotRow(cell, 1, "healthy", keys[0], 3, False, True, superseded=keys[:2])
     assert superseded_text(few) == "jobs/j000/t__000, jobs/j001/t__001"
+
+
+def test_a_plan_with_hundreds_of_trials_a_cell_folds_its_columns() -> None:
+    """Past MAX_COLUMNS trial columns, a column is a (harness, model, sandbox): its square
+    shows the share of each state, and the picture stays small (one column per trial slot
+    made an 11.8 MB picture for a bench plan of several hundred trials a cell)."""
+    from bf_assets.dataset.picture import MAX_COLUMNS
+
+    n = MAX_COLUMNS + 80
+    plan = parse_plan(
+        {
+            "name": "wide",
+            "matrix": [
+                {
+                    "tasks": ["t1", "t2"],
+                    "harnesses": ["codex"],
+                    "models": ["openai/gpt-5"],
+                    "skill_modes": ["with-skill"],
+                    "sandboxes": ["docker", "daytona"],
+                    "trials": n,
+                    "required": True,
+                }
+            ],
+        }
+    )
+    reviews = [
+        make_review("t1", started_at=f"2026-06-01T{i // 60:02d}:{i % 60:02d}:00")
+        for i in range(150)
+    ] + [make_review("t2", sandbox="daytona", outcome="unhealthy", checks=["GATE_LLM_MISSING"])]
+    cov = compute_coverage(reviews, plan)
+    svg = coverage_svg(cov)
+    root = ET.fromstring(svg)
+    assert len(svg) < 40_000  # unfolded: 2 rows x 2n columns of squares
+    texts = " ".join("".join(el.itertext()) for el in root.iter(f"{SVG}text"))
+    assert "all trials" in texts and "#1" not in texts
+    tips = [
+        "".join(g.find(f"{SVG}title").itertext())
+        for g in root.iter(f"{SVG}g")
+        if g.find(f"{SVG}title") is not None
+    ]
+    assert len(tips) == 4  # a square per (task, sandbox): every slot is in one
+    slots = 0
+    for tip in tips:
+        head = tip.splitlines()[1]
+        total = int(head.split(" trial slots")[0])
+        parts = dict(p.rsplit(" ", 1) for p in head.split(": ", 1)[1].split(", "))
+        assert sum(int(v) for v in parts.values()) == total == n
+        slots += total
+    assert slots == cov.summary["expected"] == 4 * n
+    t1_docker = next(
+        t for t in tips if t.startswith("t1 · with-skill · codex-acp · openai/gpt-5 · docker")
+    )
+    assert f"healthy 150, missing {n - 150}" in t1_docker and "required: " in t1_docker
+    assert any("unhealthy 1" in t for t in tips)
+    fills = {el.get("fill") for el in root.iter(f"{SVG}rect")}
+    assert {COLORS["healthy"], COLORS["missing"], COLORS["unhealthy"]} <= fills

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections import Counter
 from html import escape as _html_escape
 
 from bf_assets.dataset.common import show, show_key
@@ -48,8 +49,15 @@ GRID = "#e3e3e3"
 INK = "#222222"
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
 CHAR_W = 6.2  # average glyph width at 11px, for sizing
+TITLE_CHAR_W = 8.6  # the same for the bold 14px title
 LABEL_MAX = 60
 ANGLE = 50  # degrees the column labels are rotated (counter-clockwise)
+# Past this many (harness, model, sandbox, trial) columns, a column is a (harness, model,
+# sandbox) and its square shows the share of each state among the trial slots it folds: a
+# plan with hundreds of trials a cell drew a picture megabytes long, which the report and
+# the UI's metadata embed.
+MAX_COLUMNS = 120
+FOLD_ORDER = (HEALTHY, STALE, UNHEALTHY, MISSING, UNPLANNED)
 
 
 def _middle(text: str, limit: int) -> str:
@@ -60,10 +68,12 @@ def _middle(text: str, limit: int) -> str:
     return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
-def _column_label(harness: str, model: str, sandbox: str, index: int) -> str:
-    """``harness · model · sandbox · #i``; a long model is shortened in the middle."""
-    fixed = f"{harness} ·  · {sandbox} · #{index}"
-    return f"{harness} · {_middle(model, max(LABEL_MAX - len(fixed), 12))} · {sandbox} · #{index}"
+def _column_label(harness: str, model: str, sandbox: str, index: int | None) -> str:
+    """``harness · model · sandbox · #i`` (``all trials`` for a folded column); a long model
+    is shortened in the middle."""
+    which = "all trials" if index is None else f"#{index}"
+    fixed = f"{harness} ·  · {sandbox} · {which}"
+    return f"{harness} · {_middle(model, max(LABEL_MAX - len(fixed), 12))} · {sandbox} · {which}"
 
 
 def _width(text: str, char_w: float = CHAR_W) -> float:
@@ -164,6 +174,9 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
     """Render the coverage matrix; the picture is sized to the number of rows and columns."""
     rows = coverage.rows
     rk, ck = _keys(rows)
+    folded = len(ck) > MAX_COLUMNS
+    if folded:
+        ck = sorted({(h, m, sb, None) for h, m, sb, _ in ck})
     name = coverage.plan.name if coverage.plan is not None else "observed cells (no plan)"
     ratio = coverage.coverage_ratio
     s = coverage.summary
@@ -171,6 +184,7 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         f"Coverage — {name}: {s.get(HEALTHY, 0)}/{s.get('expected', 0)} healthy slots"
         + ("" if ratio is None else f" ({ratio:.0%})")
         + ("" if coverage.min_coverage is None else f", floor {coverage.min_coverage:.0%}")
+        + (" (trials folded per column)" if folded else "")
     )
     row_labels = [f"{t}  ·  {m}" for t, m in rk]
     col_labels = [_column_label(h, m, sb, i) for h, m, sb, i in ck]
@@ -192,7 +206,9 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         28 + _width(lab if k in ("none", "required") else f"{lab} ({n})") + 18
         for k, lab, n in legend
     ]
-    width = max(left + grid_w + overhang + 16, sum(item_w[:4]) + 32, _width(head, 7.6) + 32)
+    width = max(
+        left + grid_w + overhang + 16, sum(item_w[:4]) + 32, _width(head, TITLE_CHAR_W) + 32
+    )
     per_line, line, lines = [], [], 0.0
     for w in item_w:  # wrap legend items to the picture's width
         if line and lines + w > width - 32:
@@ -242,12 +258,19 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
             out.append(
                 f'<line x1="{x}" y1="{top - 4}" x2="{x}" y2="{top + grid_h}" stroke="#9e9e9e"/>'
             )
+    groups: dict[tuple[int, int], list[SlotRow]] = {}
     ri_of = {k: i for i, k in enumerate(rk)}
     ci_of = {k: i for i, k in enumerate(ck)}
     for r in rows:
         ri = ri_of[(show(r.cell.task), show(r.cell.skill_mode))]
-        ci = ci_of[(show(r.cell.harness), show(r.cell.model), show(r.cell.sandbox), r.trial_index)]
-        out.extend(_cell(r, left + ci * cell, top + ri * cell, cell))
+        index = None if folded else r.trial_index
+        ci = ci_of[(show(r.cell.harness), show(r.cell.model), show(r.cell.sandbox), index)]
+        if folded:
+            groups.setdefault((ri, ci), []).append(r)
+        else:
+            out.extend(_cell(r, left + ci * cell, top + ri * cell, cell))
+    for (ri, ci), rs in groups.items():
+        out.extend(_folded_cell(rs, left + ci * cell, top + ri * cell, cell))
     y = top + grid_h + 24
     i = 0
     for widths in per_line:
@@ -262,6 +285,48 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         y += 26
     out.append("</svg>")
     return "\n".join(out)
+
+
+def _folded_cell(rs: list[SlotRow], x: float, y: float, size: float) -> list[str]:
+    """The square of a folded column: a band per state, as tall as its share of the slots,
+    a black border when a slot is required and the dot when one has superseded attempts."""
+    pad = 1.5
+    inner = size - 2 * pad
+    counts = Counter(r.state for r in rs)
+    order = [*FOLD_ORDER, *sorted(k for k in counts if k not in FOLD_ORDER)]
+    c = rs[0].cell
+    where = " · ".join(map(show, (c.task, c.skill_mode, c.harness, c.model, c.sandbox)))
+    tip = [
+        where,
+        f"{len(rs)} trial slots: " + ", ".join(f"{k} {counts[k]}" for k in order if counts[k]),
+    ]
+    if any(r.required for r in rs):
+        tip.append(f"required: {sum(r.required for r in rs)}")
+    if any(r.duplicate for r in rs):
+        tip.append(f"with superseded attempts: {sum(r.duplicate for r in rs)}")
+    out = [f"<g><title>{escape(chr(10).join(tip))}</title>"]
+    top = y + pad
+    for state in order:
+        if not counts[state]:
+            continue
+        h = inner * counts[state] / len(rs)
+        fill = UNPLANNED_STROKE if state == UNPLANNED else COLORS.get(state, "#000000")
+        out.append(
+            f'<rect x="{x + pad}" y="{top:.2f}" width="{inner}" height="{h:.2f}" fill="{fill}"/>'
+        )
+        top += h
+    if any(r.required for r in rs):
+        out.append(
+            f'<rect x="{x + pad}" y="{y + pad}" width="{inner}" height="{inner}" fill="none" '
+            'stroke="#000000" stroke-width="1.2"/>'
+        )
+    if any(r.duplicate for r in rs):
+        out.append(
+            f'<circle cx="{x + size - pad - 4.5}" cy="{y + pad + 4.5}" r="3.5" '
+            f'fill="{DUPLICATE_COLOR}" stroke="#ffffff" stroke-width="1"/>'
+        )
+    out.append("</g>")
+    return out
 
 
 def svg_data_uri(svg: str) -> str:
