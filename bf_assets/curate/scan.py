@@ -158,9 +158,7 @@ def scan_value(
     the per-check cap keeps.  The walk is a plain loop over one stack (no generator, no
     per-node call for a key seen before): it runs on every published value, twice
     (curation and the publish gate)."""
-    found = _Findings(where, [] if memo is not None else None)
-    _walk_into(found, value, cache, memo)
-    return found.out
+    return scan_values((value,), where, cache, memo)
 
 
 def scan_values(

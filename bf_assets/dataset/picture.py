@@ -146,6 +146,14 @@ def _swatch(kind: str, x: float, y: float, size: float) -> list[str]:
     return [f'<rect x="{x}" y="{y}" width="{size}" height="{size}" fill="{COLORS[kind]}"/>']
 
 
+def _superseded_dot(x: float, y: float, size: float, pad: float) -> str:
+    """The dot in a square's top right corner: a slot has superseded attempts."""
+    return (
+        f'<circle cx="{x + size - pad - 4.5}" cy="{y + pad + 4.5}" r="3.5" '
+        f'fill="{DUPLICATE_COLOR}" stroke="#ffffff" stroke-width="1"/>'
+    )
+
+
 def _cell(r: SlotRow, x: float, y: float, size: float) -> list[str]:
     pad = 1.5
     inner = size - 2 * pad
@@ -162,10 +170,7 @@ def _cell(r: SlotRow, x: float, y: float, size: float) -> list[str]:
             f'fill="{COLORS.get(r.state, "#000000")}"{stroke}/>'
         )
     if r.duplicate:
-        out.append(
-            f'<circle cx="{x + size - pad - 4.5}" cy="{y + pad + 4.5}" r="3.5" '
-            f'fill="{DUPLICATE_COLOR}" stroke="#ffffff" stroke-width="1"/>'
-        )
+        out.append(_superseded_dot(x, y, size, pad))
     out.append("</g>")
     return out
 
@@ -321,10 +326,7 @@ def _folded_cell(rs: list[SlotRow], x: float, y: float, size: float) -> list[str
             'stroke="#000000" stroke-width="1.2"/>'
         )
     if any(r.duplicate for r in rs):
-        out.append(
-            f'<circle cx="{x + size - pad - 4.5}" cy="{y + pad + 4.5}" r="3.5" '
-            f'fill="{DUPLICATE_COLOR}" stroke="#ffffff" stroke-width="1"/>'
-        )
+        out.append(_superseded_dot(x, y, size, pad))
     out.append("</g>")
     return out
 

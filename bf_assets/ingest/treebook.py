@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from bisect import bisect_left
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -92,20 +93,15 @@ class TreeBook:
         except (OSError, ValueError):
             return cls()
 
+    def _key_at(self, i: int) -> bytes:
+        return self._data[i * RECORD : i * RECORD + KEY_BYTES]
+
     def get(self, ref: TrialRef) -> str | None:
-        key, data = book_key(ref), self._data
-        lo, hi = 0, self._n
-        while lo < hi:
-            mid = (lo + hi) // 2
-            at = mid * RECORD
-            k = data[at : at + KEY_BYTES]
-            if k < key:
-                lo = mid + 1
-            elif k > key:
-                hi = mid
-            else:
-                return data[at + KEY_BYTES : at + RECORD].hex()
-        return None
+        key = book_key(ref)
+        i = bisect_left(range(self._n), key, key=self._key_at)
+        if i == self._n or self._key_at(i) != key:
+            return None
+        return self._data[i * RECORD + KEY_BYTES : (i + 1) * RECORD].hex()
 
     def __len__(self) -> int:
         return self._n

@@ -109,20 +109,21 @@ class GateReport:
 
 
 _SOURCES_OPEN = b'  "source_trials": ['
-_SOURCES_CLOSE = (b"  ],", b"  ]")
+_LIST_CLOSE = (b"  ],", b"  ]")
 _PART_START, _PART_ENDS = b"    {", (b"    }", b"    },")
 
 
 class _NotInLayout(Exception):
-    """The manifest is not laid out as ``build_manifest`` writes it: it is parsed whole."""
+    """A document is not laid out as this package writes it: it is parsed whole."""
 
 
-def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
-    """The manifest as ``build_manifest`` writes it (sorted keys, two-space indentation) a
-    part at a time: each record of ``source_trials`` (one per exported trial), then the rest
-    of the document, which is also left in ``out["doc"]`` (without ``source_trials``).  The
-    records are never all in memory: parsed whole, a manifest of 16,000 exported trials
-    (12 MB) took 180 MB.  :class:`_NotInLayout` when the file is laid out otherwise."""
+def _list_parts(path: Path, opening: bytes, out: dict[str, Any]) -> Iterator[Any]:
+    """A JSON document written by orjson with two-space indentation, a part at a time: each
+    object of the top-level list that opens with the line ``opening``, then the rest of the
+    document, which is also left in ``out["doc"]`` (without that list; the whole document
+    when it has no such line).  ``out["last"]`` says whether the list was the document's
+    last key.  The list's objects are never all in memory.  :class:`_NotInLayout` when the
+    file is laid out otherwise."""
     head: list[bytes] = []
     tail: list[bytes] = []
     part: list[bytes] | None = None
@@ -131,13 +132,13 @@ def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
         for raw in fh:
             line = raw.rstrip(b"\n")
             if state == "head":
-                if line == _SOURCES_OPEN:
+                if line == opening:
                     state = "parts"
                 else:
                     head.append(line)
             elif state == "parts":
                 if part is None:
-                    if line in _SOURCES_CLOSE:
+                    if line in _LIST_CLOSE:
                         state = "tail" if line.endswith(b",") else "last"
                     elif line == _PART_START:
                         part = [line]
@@ -155,7 +156,7 @@ def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
                 tail.append(line)
     if state == "parts":
         raise _NotInLayout
-    if state == "last" and head:  # source_trials was the last key: no comma before it
+    if state == "last" and head:  # the list was the last key: no comma before it
         head[-1] = head[-1].rstrip(b",")
     try:
         doc = orjson.loads(b"\n".join(head + tail))
@@ -163,8 +164,16 @@ def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
         raise _NotInLayout from None
     if not isinstance(doc, dict):
         raise _NotInLayout
-    out["doc"] = doc
+    out["doc"], out["last"] = doc, state == "last"
     yield doc
+
+
+def _manifest_parts(path: Path, out: dict[str, Any]) -> Iterator[Any]:
+    """The manifest as ``build_manifest`` writes it (sorted keys, two-space indentation) a
+    part at a time (:func:`_list_parts`): each record of ``source_trials`` (one per exported
+    trial), then the rest.  Parsed whole, a manifest of 16,000 exported trials (12 MB) took
+    180 MB."""
+    return _list_parts(path, _SOURCES_OPEN, out)
 
 
 def _load_manifest(
@@ -458,62 +467,28 @@ def _cross_check(
 
 
 _ROWS_OPEN = b'  "trials": ['
-_ROW_START, _ROW_ENDS = b"    {", (b"    }", b"    },")
 
 
 def _scan_json_rows(
     path: Path, rel: str, cache: TextCache, report: GateReport, memo: ScanMemo | None = None
 ) -> bool:
     """Scan a JSON report written by ``write_report_json`` (two-space indentation, a
-    ``trials`` list last) one trial at a time, so its size never matters: every byte of it is
-    parsed (the head, each row, the closing lines) and every value scanned.  ``False`` (and
-    nothing added) when the file is not in that layout: it is then parsed whole."""
-    found: list[Finding] = []
-    head: list[bytes] = []
-    row: list[bytes] | None = None
-    state = "head"
+    ``trials`` list last) one trial at a time (:func:`_list_parts`), so its size never
+    matters: every byte of it is parsed (each row, then the rest) and every value scanned.
+    ``False`` (and nothing added) when its rows are not a last ``trials`` list: it is then
+    parsed whole.  A document on one line is read whole here, and scanned as the caller's
+    whole parse would scan it."""
+    out: dict[str, Any] = {}
     try:
-        with path.open("rb") as fh:
-            for raw in fh:
-                line = raw.rstrip(b"\n")
-                if state == "head":
-                    if line == _ROWS_OPEN + b"]":  # no trials
-                        head.append(b'  "trials": []')
-                        state = "tail"
-                    elif line == _ROWS_OPEN:
-                        state = "rows"
-                    else:
-                        head.append(line)
-                elif state == "rows":
-                    if row is None:
-                        if line == b"  ]":
-                            state = "tail"
-                        elif line == _ROW_START:
-                            row = [line]
-                        else:
-                            return False
-                    else:
-                        row.append(line)
-                        if line in _ROW_ENDS:
-                            text = b"\n".join(row)
-                            found.extend(
-                                scan_value(orjson.loads(text.rstrip(b",")), rel, cache, memo)
-                            )
-                            row = None
-                elif state == "tail":
-                    if line != b"}":
-                        return False
-                    state = "done"
-                else:
-                    return False
-        if state != "done" or not head or head[0] != b"{":
-            return False
-        doc = orjson.loads(b"\n".join(head).rstrip(b",") + b"\n}")
-    except (OSError, orjson.JSONDecodeError):
+        found = [
+            f
+            for part in _list_parts(path, _ROWS_OPEN, out)
+            for f in scan_value(part, rel, cache, memo)
+        ]
+    except (OSError, _NotInLayout):
         return False
-    if not isinstance(doc, dict):
-        return False
-    found.extend(scan_value(doc, rel, cache, memo))
+    if not out["last"] and "trials" not in out["doc"]:
+        return False  # trials not last, or none: not this layout, parsed whole as before
     report.extend(found)
     return True
 
