@@ -216,4 +216,4 @@ def test_repeated_text_is_cleaned_once_and_counted_per_occurrence() -> None:
     assert out["a"][0] == out["a"][1] == out["b"]["c"]
     assert SECRET not in out["a"][0] and "/home/alice" not in out["a"][0]
     assert stats.redactions["anthropic_key"] == 3 and stats.host_paths["<HOME>"] == 3
-    assert len(cleaner._cache) == 1
+    assert len(cleaner.texts.entries) == 1 and cleaner.texts.hits == 2

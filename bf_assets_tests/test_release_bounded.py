@@ -28,6 +28,6 @@ def test_a_cleaner_keeps_a_bounded_amount_of_cleaned_text(monkeypatch) -> None:
     c = clean.Cleaner()
     texts = [f"line {i} " + "x" * 1000 for i in range(100)]
     assert [c.text(t) for t in texts] == texts  # nothing to clean: unchanged
-    assert c._cached_chars <= 20_000 and len(c._cache) <= 20
+    assert c.texts.chars <= 20_000 and len(c.texts.entries) <= 20
     secret = "token ghp_" + "A1b2C3d4E5" * 4 + " " + "y" * 400
     assert "ghp_" not in c.text(secret)  # still cleaned after the cache was cleared

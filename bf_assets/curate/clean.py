@@ -31,7 +31,7 @@ import functools
 import hashlib
 import json
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -39,6 +39,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
+from bf_assets.curate.scanmemo import json_digest
 from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
 from bf_assets.redact.engine import is_marker
 
@@ -351,6 +352,9 @@ CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
 SHORT_CACHE_ENTRIES = 1 << 13  # recurring strings stay (LRU); one-off ones pass through
 CACHE_MAX_ENTRIES = 20_000
 CACHE_MAX_CHARS = 8 << 20  # cleaned text a Cleaner keeps, in all
+ITEM_MEMO_BYTES = 8 << 20  # JSON bytes of the list-item objects a CleanedItems holds, in all
+ITEM_MEMO_MAX_ENTRY = 256 * 1024  # a larger object is walked every time (it rarely repeats)
+ITEM_MEMO_DEPTH = 32  # list-item objects nested deeper are walked in place
 
 OnKey = Callable[[dict[str, Any], str, Any], tuple[bool, Any]]
 
@@ -360,11 +364,12 @@ def _walk(
     on_key: OnKey,
     on_str: Callable[[str], str],
     drop_item: Callable[[Any], bool] | None = None,
+    on_item: Callable[[dict[Any, Any]], Any] | None = None,
 ) -> Any:
     """Copy ``value``; ``on_key(parent, k, v)`` → ``(keep, replacement or _KEEP)``; strings
-    (keys included) mapped; list items for which ``drop_item`` is true left out.  One loop
-    over one stack of ``(source, copy it goes into, slot)``: no recursion, no callable a
-    container."""
+    (keys included) mapped; list items for which ``drop_item`` is true left out; a kept list
+    item that is a ``dict`` copied by ``on_item`` when given.  One loop over one stack of
+    ``(source, copy it goes into, slot)``: no recursion, no callable a container."""
     if isinstance(value, str):
         return on_str(value)
     if not isinstance(value, dict | list):
@@ -394,7 +399,9 @@ def _walk(
             lst: list[Any] = [None] * len(items)
             into[slot] = lst
             for i, v in enumerate(items):
-                if isinstance(v, dict | list):
+                if on_item is not None and type(v) is dict:
+                    lst[i] = on_item(v)
+                elif isinstance(v, dict | list):
                     push((v, lst, i))
                 else:
                     lst[i] = on_str(v) if isinstance(v, str) else v
@@ -551,18 +558,95 @@ def clean_text(text: str) -> tuple[str, Counter[str], Counter[str]]:
 _clean_short = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(_clean_string)
 
 
+class CleanedTexts:
+    """Long strings' cleaning results ``(cleaned, counts)`` by content digest, the least
+    recently used dropped past ``max_entries`` or ``max_chars`` of cleaned text.
+
+    One per :class:`Cleaner` by default; a release's curation shares one across its trials,
+    whose rows repeat the harness's system prompt, tool definitions and the task's
+    instruction.  Exact: a string's result depends on the string alone.
+    """
+
+    __slots__ = ("entries", "chars", "max_entries", "max_chars", "hits", "misses")
+
+    def __init__(self, max_entries: int | None = None, max_chars: int | None = None) -> None:
+        self.entries: OrderedDict[bytes, tuple[str, CleanStats]] = OrderedDict()
+        self.chars = 0
+        self.max_entries = CACHE_MAX_ENTRIES if max_entries is None else max_entries
+        self.max_chars = CACHE_MAX_CHARS if max_chars is None else max_chars
+        self.hits = self.misses = 0
+
+    def get(self, key: bytes) -> tuple[str, CleanStats] | None:
+        hit = self.entries.get(key)
+        if hit is not None:
+            self.entries.move_to_end(key)
+            self.hits += 1
+        return hit
+
+    def put(self, key: bytes, result: tuple[str, CleanStats]) -> None:
+        self.misses += 1
+        size = len(result[0])
+        if size > self.max_chars:
+            return
+        entries = self.entries
+        while entries and (len(entries) >= self.max_entries or self.chars + size > self.max_chars):
+            self.chars -= len(entries.popitem(last=False)[1][0])
+        entries[key] = result
+        self.chars += size
+
+
+class CleanedItems:
+    """Cleaned copies of the objects that were list items, with what cleaning them counted,
+    by a digest of their JSON bytes (:func:`bf_assets.curate.scanmemo.json_digest`): a
+    trial's steps each repeat the conversation so far, so each message would otherwise be
+    walked once per later step.  Exact: an object that is a list item is cleaned the same
+    wherever it is (its keys' rules look only at it), and two values of JSON types with the
+    same bytes are equal.  Bounded by the JSON bytes of what it holds; past
+    ``max_bytes`` it starts afresh.  The copies are shared: whoever receives one only reads
+    it."""
+
+    __slots__ = ("entries", "bytes", "max_bytes", "hits")
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self.entries: dict[bytes, tuple[Any, CleanStats | None]] = {}
+        self.bytes = 0
+        self.max_bytes = ITEM_MEMO_BYTES if max_bytes is None else max_bytes
+        self.hits = 0
+
+    def get(self, key: bytes) -> tuple[Any, CleanStats | None] | None:
+        hit = self.entries.get(key)
+        if hit is not None:
+            self.hits += 1
+        return hit
+
+    def put(self, key: bytes, size: int, entry: tuple[Any, CleanStats | None]) -> None:
+        if self.bytes + size > self.max_bytes:
+            self.entries.clear()
+            self.bytes = 0
+        self.entries[key] = entry
+        self.bytes += size
+
+
 class Cleaner:
     """Cleans values for one trial, with a cache of cleaned strings.
 
     A long trial repeats its history in every step's prompt, so the same tool output is seen
     many times: each distinct string is cleaned once, and the counts of the cached result are
-    replayed for every occurrence.
+    replayed for every occurrence.  ``texts`` shares that cache between cleaners (bounded).
+    With ``items`` (only for values of JSON types: parsed JSON), a repeated object that is a
+    list item is walked once too.
     """
 
-    def __init__(self, stats: CleanStats | None = None) -> None:
+    def __init__(
+        self,
+        stats: CleanStats | None = None,
+        texts: CleanedTexts | None = None,
+        items: CleanedItems | None = None,
+    ) -> None:
         self.stats = stats if stats is not None else CleanStats()
-        self._cache: dict[bytes, tuple[str, CleanStats]] = {}
-        self._cached_chars = 0
+        self.texts = texts if texts is not None else CleanedTexts()
+        self.items = items
+        self._depth = 0  # list-item objects being cleaned through ``items``, nested
 
     def _clean_text(self, text: str) -> tuple[str, CleanStats]:
         return _clean_string(text)
@@ -572,17 +656,10 @@ class Cleaner:
             out, delta = _clean_short(text)
         else:
             key = text_key(text)
-            hit = self._cache.get(key)
+            hit = self.texts.get(key)
             if hit is None:
                 hit = self._clean_text(text)
-                if (
-                    len(self._cache) >= CACHE_MAX_ENTRIES
-                    or self._cached_chars + len(hit[0]) > CACHE_MAX_CHARS
-                ):
-                    self._cache.clear()  # bounded: a whole corpus's report uses one cleaner
-                    self._cached_chars = 0
-                self._cache[key] = hit
-                self._cached_chars += len(hit[0])
+                self.texts.put(key, hit)
             out, delta = hit
         if delta is not _NO_CHANGE and not delta.empty():
             self.stats.add(delta)
@@ -621,7 +698,40 @@ class Cleaner:
     def value(self, value: Any) -> Any:
         """Banned keys and private reasoning dropped, secret-named fields masked, every
         string (keys too) redacted to stability and stripped of host paths."""
-        return _walk(value, self._on_key, self.text, self._drop_item)
+        on_item = self._item if self.items is not None else None
+        return _walk(value, self._on_key, self.text, self._drop_item, on_item)
+
+    def _item(self, v: dict[Any, Any]) -> Any:
+        """A list item that is an object, cleaned once per distinct object (``items``).
+        Nested items below :data:`ITEM_MEMO_DEPTH` are walked in place (the walk is
+        iterative; this is the only recursion)."""
+        assert self.items is not None
+        if self._depth >= ITEM_MEMO_DEPTH:
+            return _walk(v, self._on_key, self.text, self._drop_item)
+        found = json_digest(v, ITEM_MEMO_MAX_ENTRY)
+        if found is not None:
+            hit = self.items.get(found[0])
+            if hit is not None:
+                cleaned, counted = hit
+                if counted is not None:
+                    self.stats.add(counted)
+                return cleaned
+        outer, self.stats = self.stats, _SPARE.pop() if _SPARE else CleanStats()
+        self._depth += 1
+        try:
+            cleaned = _walk(v, self._on_key, self.text, self._drop_item, self._item)
+        finally:
+            self._depth -= 1
+            counted, self.stats = self.stats, outer
+        if counted.empty():
+            _SPARE.append(counted)
+            kept = None
+        else:
+            outer.add(counted)
+            kept = counted
+        if found is not None:
+            self.items.put(found[0], found[1], (cleaned, kept))
+        return cleaned
 
 
 # detect-secrets-style key words: a value under a key holding one of them, that starts like

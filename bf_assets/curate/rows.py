@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import Cleaner, CleanStats
+from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
@@ -257,18 +257,22 @@ def build_row(
     stats: CleanStats | None = None,
     on_step: StepSink | None = None,
     limits: ReadLimits = DEFAULT_LIMITS,
+    texts: CleanedTexts | None = None,
 ) -> dict[str, Any]:
     """The ``rollouts`` export row of one trial (see ``bf_assets.curate.schema.ROLLOUTS``).
 
     ``stats`` accumulates what cleaning did; ``on_step(i, step)`` receives every cleaned
-    step (the ``trl_sft`` projection uses it).  Raises :class:`CurationError` when the
-    trial's row cannot be read or changed since it was reviewed.
+    step (the ``trl_sft`` projection uses it); ``texts``: cleaned long strings shared with
+    other trials' rows.  Raises :class:`CurationError` when the trial's row cannot be read
+    or changed since it was reviewed.
     """
     cand = _candidate(review)
     tdir = Path(trial_dir)
     root = Path(cand.root) if cand.root else tdir
     row_stats = CleanStats()
-    cleaner = Cleaner(row_stats)  # one cache per trial: its steps repeat the same history
+    # one cache per trial (its steps repeat the same history), or ``texts``: one shared
+    # across the trials of a release (their rows repeat prompts, tools and instructions)
+    cleaner = Cleaner(row_stats, texts, CleanedItems())
     chunks: list[bytes] = []
     last: dict[str, Any] = {}
     n_calls = 0

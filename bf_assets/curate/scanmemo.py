@@ -37,6 +37,20 @@ _STRICT |= orjson.OPT_PASSTHROUGH_DATACLASS
 Attempt = tuple[str, str, str]  # check, what was found (the message before " in <where>"), evidence
 
 
+def json_digest(obj: object, max_bytes: int) -> tuple[bytes, int] | None:
+    """``(16-byte BLAKE2b digest of obj's JSON bytes, their length)``, or None when ``obj``
+    is not made of JSON types alone or its bytes are over ``max_bytes``.  Two such values
+    with the same digest are equal and of the same types (``1``, ``1.0`` and ``true``
+    differ in JSON)."""
+    try:
+        data = orjson.dumps(obj, option=_STRICT)
+    except TypeError:  # a type JSON has not (a datetime, a subclass, bytes …)
+        return None
+    if len(data) > max_bytes:
+        return None
+    return hashlib.blake2b(data, digest_size=16).digest(), len(data)
+
+
 class ScanMemo:
     """Attempts of walked objects, bounded by :data:`MAX_BYTES`; share one across the rows
     and shards of a bundle."""
@@ -53,13 +67,8 @@ class ScanMemo:
     def key(obj: object) -> bytes | None:
         """The digest of ``obj``'s JSON bytes, or None when it is not to be remembered.  (A
         digest, not the bytes: orjson's bytes hold several times their length.)"""
-        try:
-            data = orjson.dumps(obj, option=_STRICT)
-        except TypeError:  # a type JSON has not (a datetime, a subclass, bytes …)
-            return None
-        if len(data) > MAX_KEY_BYTES:
-            return None
-        return hashlib.blake2b(data, digest_size=16).digest()
+        found = json_digest(obj, MAX_KEY_BYTES)
+        return None if found is None else found[0]
 
     def get(self, key: bytes) -> tuple[Attempt, ...] | None:
         hit = self._data.get(key)

@@ -39,7 +39,7 @@ import orjson
 
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleaningError, CleanStats, clean_value
+from bf_assets.curate.clean import CleanedTexts, CleaningError, CleanStats, clean_value
 from bf_assets.curate.rows import CurationError, build_row, prime_sft_row, trl_sft_rows
 from bf_assets.curate.schema import CONFIGS
 from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
@@ -70,6 +70,10 @@ from bf_assets.review.record import TrialReview
 
 CARD_PATH = "README.md"
 KEEP_STAGED = 5
+# Cleaned long strings curation remembers across the trials of a release (least recently
+# used dropped first): the rows of a harness and task repeat their prompts and tools.
+RELEASE_TEXT_ENTRIES = 50_000
+RELEASE_TEXT_CHARS = 16 << 20
 
 
 @dataclass(slots=True)
@@ -167,6 +171,7 @@ def _write_rows(
     card_rows: list[dict[str, Any]] = []
     failed: dict[TrialKey, tuple[str, str]] = {}
     seen: dict[str, Candidate] = {}
+    texts = CleanedTexts(RELEASE_TEXT_ENTRIES, RELEASE_TEXT_CHARS)
     for cand in sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout)):
         rid = cand.rollout_id
         if rid in seen:
@@ -176,7 +181,7 @@ def _write_rows(
         steps: list[bytes] = []
         sink = _collector(steps) if "trl_sft" in configs else None
         try:
-            row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink)
+            row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink, texts=texts)
         except (
             CurationError,
             CleaningError,
