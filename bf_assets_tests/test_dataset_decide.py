@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bf_assets.curate.candidate import Candidate
+from bf_assets.curate.candidate import Candidate, rollout_digest
 from bf_assets.dataset.assemble import assemble
 from bf_assets.dataset.decide import (
     CURATION_ERROR,
@@ -121,6 +121,36 @@ def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
     c = Candidate.from_review(t, files=[("result.json", "bb"), ("results.jsonl", "ab")])
     assert a.rollout_id == b.rollout_id != c.rollout_id
     assert a.rollout_id.startswith("sha256:")
+    # a file that is not read by curation still counts in the digest
+    d = Candidate.from_review(
+        t, files=[("results.jsonl", "aa"), ("result.json", "bb"), ("agent/log.txt", "cc")]
+    )
+    assert d.rollout_id != a.rollout_id
+
+
+def test_a_candidate_keeps_only_the_hashes_curation_reads() -> None:
+    """A release holds a candidate per exported trial: the digest of the whole inventory
+    and the hashes of the three files curation checks or records, not the inventory."""
+    t = make_review("t1", rollout="t1__a")
+    files = [
+        ("results.jsonl", "r1"),
+        ("trajectory/llm_trajectory.jsonl", "l1"),
+        ("trajectory/acp_trajectory.jsonl", None),
+        ("result.json", "bb"),
+        ("agent/log.txt", "cc"),
+    ]
+    c = Candidate.from_review(t, files=files)
+    assert c.file_sha("results.jsonl") == "r1"
+    assert c.file_sha("trajectory/llm_trajectory.jsonl") == "l1"
+    assert c.file_sha("trajectory/acp_trajectory.jsonl") is None
+    assert c.file_sha("result.json") is None and c.file_sha("agent/log.txt") is None
+    assert set(c.file_shas) == {
+        "results.jsonl",
+        "trajectory/llm_trajectory.jsonl",
+        "trajectory/acp_trajectory.jsonl",
+    }
+    assert c.rollout_id == rollout_digest(files) == rollout_digest(files[::-1])
+    assert c.rollout_id != rollout_digest(files[:-1])
 
 
 def test_a_decision_is_found_by_its_trial_key() -> None:

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE
 from bf_assets.review.record import TrialReview
+
+KEPT_FILES = frozenset({ROWS_FILE, LLM_FILE, ACP_FILE})
 
 
 @dataclass(slots=True)
@@ -37,23 +40,19 @@ class Candidate:
     verdict: str
     attribution: str
     finding_checks: tuple[str, ...] = ()  # the check of each of its findings
-    files: list[tuple[str, str | None]] = field(default_factory=list)  # (rel path, sha256)
+    # ``sha256:`` over the sorted ``path\tsha256`` lines of the trial's artifacts
+    rollout_id: str = ""
+    # the hashes of the files curation reads or records (KEPT_FILES): a release holds a
+    # candidate per exported trial, so not each one's whole inventory
+    file_shas: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.job, self.rollout)
 
     def file_sha(self, rel: str) -> str | None:
-        for path, sha in self.files:
-            if path == rel:
-                return sha
-        return None
-
-    @property
-    def rollout_id(self) -> str:
-        """``sha256:`` over the sorted ``path\\tsha256`` lines of the trial's artifacts."""
-        lines = sorted(f"{p}\t{s or '-'}" for p, s in self.files)
-        return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        """The reviewed hash of ``rel``, one of :data:`KEPT_FILES` (None for any other)."""
+        return self.file_shas.get(rel)
 
     @classmethod
     def from_review(
@@ -62,6 +61,7 @@ class Candidate:
         """From a review; ``files`` (``(rel path, sha256)``, e.g. the ``raw_trials``
         inventory) replaces the review's own inventory, whose missing hashes are computed."""
         ident = t.identity
+        inventory = list(files) if files is not None else _complete_hashes(t)
         return cls(
             job=t.ref.job_key,
             rollout=t.ref.rollout,
@@ -79,8 +79,22 @@ class Candidate:
             verdict=t.verdict,
             attribution=t.attribution,
             finding_checks=tuple(f.check for f in t.findings),
-            files=list(files) if files is not None else _complete_hashes(t),
+            rollout_id=rollout_digest(inventory),
+            file_shas=_kept_shas(inventory),
         )
+
+
+def _kept_shas(files: Sequence[tuple[str, str | None]]) -> dict[str, str | None]:
+    """The hashes of :data:`KEPT_FILES` among ``files``, keyed by the shared names."""
+    shas = dict(files)
+    return {rel: shas[rel] for rel in KEPT_FILES if rel in shas}
+
+
+def rollout_digest(files: Sequence[tuple[str, str | None]]) -> str:
+    """``sha256:`` over the sorted ``path\\tsha256`` lines of ``(rel path, sha256)`` pairs
+    (``-`` for a file without a hash)."""
+    lines = sorted(f"{p}\t{s or '-'}" for p, s in files)
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
 def _complete_hashes(t: TrialReview) -> list[tuple[str, str | None]]:
