@@ -114,6 +114,9 @@ def test_an_interrupt_of_the_caller_reaches_the_call() -> None:
             return "interrupted"
         return "not interrupted"
 
+    # Ctrl-C as a terminal's user has it, whatever an earlier test in this process left
+    # installed (the child inherits the handler at the fork)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     later = ForkedCall(wait_for_interrupt)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
@@ -122,6 +125,7 @@ def test_an_interrupt_of_the_caller_reaches_the_call() -> None:
     finally:
         timer.cancel()
         later.cancel()
+        signal.signal(signal.SIGINT, previous)
 
 
 DRIVER = textwrap.dedent(
