@@ -23,6 +23,10 @@ Everything works on parsed values and walks iteratively.  :meth:`Cleaner.value` 
 
 The counts of everything done are kept in a :class:`CleanStats` for the card and manifest.
 :func:`clean_document` cleans a whole text file or JSON document (card, manifest, report).
+
+Work is remembered, never changed by it: a long string's result (:class:`CleanedTexts`,
+shared by a release's trials) and, in one trial's row, a repeated list-item object's cleaned
+copy (:class:`CleanedItems`); what each counted is counted again for every occurrence.
 """
 
 from __future__ import annotations
