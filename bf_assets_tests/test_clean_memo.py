@@ -133,7 +133,7 @@ def test_values_that_are_not_json_types_are_cleaned_without_the_memo() -> None:
         s1, s2 = CleanStats(), CleanStats()
         assert Cleaner(s1, items=items).value(v) == Cleaner(s2).value(v)
         assert s1.to_dict() == s2.to_dict()
-        assert items.hits == 0 and not items.entries
+        assert items.hits == 0 and not len(items)
         assert GITHUB not in repr(Cleaner().value(v))
 
 
@@ -146,7 +146,7 @@ def test_deep_nesting_does_not_recurse_past_the_memo_depth() -> None:
     out = Cleaner(s1, items=items).value(value)
     assert out == Cleaner(s2).value(value)
     assert s1.to_dict() == s2.to_dict() and s1.redactions
-    assert len(items.entries) <= C.ITEM_MEMO_DEPTH + 1
+    assert len(items) <= C.ITEM_MEMO_DEPTH + 1
 
 
 def test_a_full_item_memo_starts_afresh_and_stays_exact() -> None:
@@ -155,7 +155,7 @@ def test_a_full_item_memo_starts_afresh_and_stays_exact() -> None:
     memo, memo_stats = _clean_all(steps, lambda s: Cleaner(s, items=items))
     plain, plain_stats = _clean_all(steps, lambda s: Cleaner(s))
     assert memo == plain and memo_stats == plain_stats
-    assert items.bytes <= 2_000 or len(items.entries) == 1
+    assert items.bytes <= 2_000 or len(items) == 1
 
 
 def test_cleaned_texts_drop_the_least_recently_used_first() -> None:

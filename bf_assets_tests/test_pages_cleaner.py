@@ -13,9 +13,9 @@ from leakproof_corpus import corpus, look_alikes
 from trialkit import healthy_spec
 
 from bf_assets.curate.clean import Cleaner, secret_named
+from bf_assets.curate.memo import ENTRY_OVERHEAD, BytesMemo
 from bf_assets.pages import scrub as scrub_mod
 from bf_assets.pages.cleaner import MAX_DEPTH, PageCleaner, key_is_plain
-from bf_assets.pages.memo import ENTRY_OVERHEAD, BytesMemo
 from bf_assets.pages.scrub import Scrub
 from bf_assets.redact import default_rules
 

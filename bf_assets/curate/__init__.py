@@ -7,6 +7,8 @@ dataset review, ``bf_assets.dataset.decide``, decides which; curation selects no
   the ``prime_sft`` / ``trl_sft`` projections;
 - :mod:`bf_assets.curate.clean`: banned keys, secret redaction, host paths;
 - :mod:`bf_assets.curate.scan`: ``scan_row`` and the ``PUBLISH_*`` findings;
+- :mod:`bf_assets.curate.memo`: the bytes-bounded memo curation, the publish scan and the
+  pages remember repeated work in;
 - :mod:`bf_assets.curate.schema`: the published schema as data.
 """
 

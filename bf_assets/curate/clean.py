@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
+from bf_assets.curate.memo import CountingMemo
 from bf_assets.curate.scanmemo import json_digest
 from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
 from bf_assets.redact.engine import is_marker
@@ -599,7 +600,7 @@ class CleanedTexts:
         self.chars += size
 
 
-class CleanedItems:
+class CleanedItems(CountingMemo):
     """Cleaned copies of the objects that were list items, with what cleaning them counted,
     by a digest of their JSON bytes (:func:`bf_assets.curate.scanmemo.json_digest`): a
     trial's steps each repeat the conversation so far, so each message would otherwise be
@@ -609,26 +610,11 @@ class CleanedItems:
     ``max_bytes`` it starts afresh.  The copies are shared: whoever receives one only reads
     it."""
 
-    __slots__ = ("entries", "bytes", "max_bytes", "hits")
+    __slots__ = ()
 
     def __init__(self, max_bytes: int | None = None) -> None:
-        self.entries: dict[bytes, tuple[Any, CleanStats | None]] = {}
-        self.bytes = 0
-        self.max_bytes = ITEM_MEMO_BYTES if max_bytes is None else max_bytes
-        self.hits = 0
-
-    def get(self, key: bytes) -> tuple[Any, CleanStats | None] | None:
-        hit = self.entries.get(key)
-        if hit is not None:
-            self.hits += 1
-        return hit
-
-    def put(self, key: bytes, size: int, entry: tuple[Any, CleanStats | None]) -> None:
-        if self.bytes + size > self.max_bytes:
-            self.entries.clear()
-            self.bytes = 0
-        self.entries[key] = entry
-        self.bytes += size
+        bound = ITEM_MEMO_BYTES if max_bytes is None else max_bytes
+        super().__init__(bound, bound)
 
 
 class Cleaner:
@@ -720,22 +706,30 @@ class Cleaner:
                 if counted is not None:
                     self.stats.add(counted)
                 return cleaned
-        outer, self.stats = self.stats, _SPARE.pop() if _SPARE else CleanStats()
         self._depth += 1
         try:
-            cleaned = _walk(v, self._on_key, self.text, self._drop_item, self._item)
+            cleaned, counted = self.counted_apart(
+                lambda: _walk(v, self._on_key, self.text, self._drop_item, self._item)
+            )
         finally:
             self._depth -= 1
+        if found is not None:
+            self.items.put(found[0], (cleaned, counted), found[1])
+        return cleaned
+
+    def counted_apart(self, clean: Callable[[], Any]) -> tuple[Any, CleanStats | None]:
+        """``clean()``'s result and what it counted (None: nothing), counted into
+        :attr:`stats` too: what a remembered result replays for each later copy."""
+        outer, self.stats = self.stats, _SPARE.pop() if _SPARE else CleanStats()
+        try:
+            cleaned = clean()
+        finally:
             counted, self.stats = self.stats, outer
         if counted.empty():
             _SPARE.append(counted)
-            kept = None
-        else:
-            outer.add(counted)
-            kept = counted
-        if found is not None:
-            self.items.put(found[0], found[1], (cleaned, kept))
-        return cleaned
+            return cleaned, None
+        outer.add(counted)
+        return cleaned, counted
 
 
 # detect-secrets-style key words: a value under a key holding one of them, that starts like

@@ -30,7 +30,7 @@ class RowCleaner(Cleaner):
 
     def __init__(self, stats: CleanStats | None = None) -> None:
         super().__init__(stats)
-        self._shared: dict[str, tuple[Any, CleanStats]] = {}
+        self._shared: dict[str, tuple[Any, CleanStats | None]] = {}
         self._shared_chars = 0
 
     def value(self, value: Any) -> Any:
@@ -55,18 +55,15 @@ class RowCleaner(Cleaner):
         if len(key) > SHARE_MAX_CHARS:
             return super().value(v)
         hit = self._shared.get(key)
-        if hit is None:
-            outer, self.stats = self.stats, CleanStats()
-            try:
-                cleaned = super().value(v)
-            finally:
-                counted, self.stats = self.stats, outer
-            if self._shared_chars + len(key) > SHARED_MAX_CHARS:
-                self._shared.clear()
-                self._shared_chars = 0
-            hit = self._shared[key] = (cleaned, counted)
-            self._shared_chars += len(key)
-        cleaned, counted = hit
-        if not counted.empty():
-            self.stats.add(counted)
+        if hit is not None:
+            cleaned, counted = hit
+            if counted is not None:
+                self.stats.add(counted)
+            return cleaned
+        cleaned, counted = self.counted_apart(lambda: super(RowCleaner, self).value(v))
+        if self._shared_chars + len(key) > SHARED_MAX_CHARS:
+            self._shared.clear()
+            self._shared_chars = 0
+        self._shared[key] = (cleaned, counted)
+        self._shared_chars += len(key)
         return cleaned

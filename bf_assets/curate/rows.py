@@ -26,11 +26,9 @@ from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanSta
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
+from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE
 from bf_assets.review.record import TrialReview
 
-ROWS_FILE = "results.jsonl"
-LLM_FILE = "trajectory/llm_trajectory.jsonl"
-ACP_FILE = "trajectory/acp_trajectory.jsonl"
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 StepSink = Callable[[int, dict[str, Any]], None]

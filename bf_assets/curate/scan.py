@@ -189,7 +189,7 @@ def _walk_into(
         elif key is not None:  # with a memo: a dict that is a list item, or the end of one
             assert memo is not None and log is not None
             if key is _END:
-                memo.put(v[0], log[v[1] :])
+                memo.remember(v[0], log[v[1] :])
                 continue
             mkey = memo.key(v)
             if mkey is not None:

@@ -28,9 +28,14 @@ import hashlib
 
 import orjson
 
+from bf_assets.curate import memo
+from bf_assets.curate.memo import CountingMemo
+
 MAX_KEY_BYTES = 256 * 1024  # a larger object is walked every time (it rarely repeats)
 MAX_BYTES = 32 * 1024 * 1024  # what the entries hold in all; the memo starts afresh past it
-ENTRY_OVERHEAD = 160  # bytes of a table slot, a digest, a tuple and their headers, roughly
+# bytes of a digest, a tuple and their headers, roughly (BytesMemo adds the table slot's
+# memo.ENTRY_OVERHEAD: 160 in all)
+ENTRY_OVERHEAD = 160 - memo.ENTRY_OVERHEAD
 _STRICT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 _STRICT |= orjson.OPT_PASSTHROUGH_DATACLASS
 
@@ -51,17 +56,14 @@ def json_digest(obj: object, max_bytes: int) -> tuple[bytes, int] | None:
     return hashlib.blake2b(data, digest_size=16).digest(), len(data)
 
 
-class ScanMemo:
+class ScanMemo(CountingMemo):
     """Attempts of walked objects, bounded by :data:`MAX_BYTES`; share one across the rows
     and shards of a bundle."""
 
-    __slots__ = ("_data", "_bytes", "hits", "clears")
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self._data: dict[bytes, tuple[Attempt, ...]] = {}
-        self._bytes = 0
-        self.hits = 0  # objects not walked again (for tests and benchmarks)
-        self.clears = 0
+        super().__init__(MAX_BYTES, MAX_BYTES)
 
     @staticmethod
     def key(obj: object) -> bytes | None:
@@ -70,23 +72,11 @@ class ScanMemo:
         found = json_digest(obj, MAX_KEY_BYTES)
         return None if found is None else found[0]
 
-    def get(self, key: bytes) -> tuple[Attempt, ...] | None:
-        hit = self._data.get(key)
-        if hit is not None:
-            self.hits += 1
-        return hit
-
-    def put(self, key: bytes, attempts: list[Attempt]) -> None:
+    def remember(self, key: bytes, attempts: list[Attempt]) -> None:
         """Remember the attempts of the object ``key`` (the first of each check and
         evidence, in order)."""
         kept: dict[tuple[str, str], Attempt] = {}
         for a in attempts:
             kept.setdefault((a[0], a[2]), a)
         entry = tuple(kept.values())
-        cost = len(key) + ENTRY_OVERHEAD + sum(len(a[1]) + 96 for a in entry)
-        if self._bytes + cost > MAX_BYTES:
-            self._data.clear()
-            self._bytes = 0
-            self.clears += 1
-        self._data[key] = entry
-        self._bytes += cost
+        self.put(key, entry, len(key) + ENTRY_OVERHEAD + sum(len(a[1]) + 96 for a in entry))

@@ -4,7 +4,7 @@ copy-on-write walk.
 Its results are exactly ``Cleaner.value`` and ``Cleaner.text``: the same rules, applied in
 the same order, by the same functions; only the bookkeeping is cheaper.
 
-* Every string's cleaned text is remembered (:class:`bf_assets.pages.memo.BytesMemo`,
+* Every string's cleaned text is remembered (:class:`bf_assets.curate.memo.BytesMemo`,
   bounded by bytes): the text pages repeat (system prompts, tool definitions, the history
   every step's request carries, names and labels) is cleaned once per process.
 * A parsed value is walked once, in place: a container nothing in which changes is returned
@@ -29,7 +29,7 @@ from bf_assets.curate.clean import (
     key_rules,
     reasoning_kind,
 )
-from bf_assets.pages.memo import BytesMemo
+from bf_assets.curate.memo import BytesMemo
 
 MEMO_BYTES = 8 * 1024 * 1024  # all the remembered strings of one process
 MEMO_ENTRY = 256 * 1024  # a string (with its result) over this is cleaned every time

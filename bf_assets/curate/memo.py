@@ -1,7 +1,8 @@
 """A memo bounded by the bytes it holds.
 
 The page cleaner remembers what every string it met cleans to, and how a raw JSONL line is
-shown.  Counting characters under-counts what a memo costs: a non-ASCII string takes up to
+shown; curation and the publish scan remember what they made of repeated objects
+(:class:`CountingMemo`, which also counts its hits).  Counting characters under-counts what a memo costs: a non-ASCII string takes up to
 4 bytes a character, and every entry carries object headers and a slot of the table.
 :class:`BytesMemo` charges each entry its cost in bytes (by default ``sys.getsizeof`` of the
 key and of the value, the value only when it is another object, plus a fixed cost per
@@ -54,3 +55,21 @@ class BytesMemo:
             self.clears += 1
         self._data[key] = value
         self._bytes += cost
+
+
+class CountingMemo(BytesMemo):
+    """:class:`BytesMemo` whose ``get`` counts the results it finds in ``hits`` (for tests
+    and benchmarks)."""
+
+    __slots__ = ("hits",)
+
+    def __init__(self, max_bytes: int, max_entry: int) -> None:
+        super().__init__(max_bytes, max_entry)
+        self.hits = 0
+        self.get = self._counted_get
+
+    def _counted_get(self, key: Hashable) -> Any:
+        hit = self._data.get(key)
+        if hit is not None:
+            self.hits += 1
+        return hit
