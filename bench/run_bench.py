@@ -123,6 +123,9 @@ class Invocation:
     env: dict[str, str]
     cwd: Path
     cleanup: list[Path] = field(default_factory=list)
+    # called with the child's start (epoch seconds) and wall time once it ended well, before
+    # the cleanup: figures of what the child left (a release's instance: bench/phases.py)
+    after: Callable[[float, float], dict[str, Any] | None] | None = None
 
 
 @dataclass
@@ -139,6 +142,7 @@ class Measurement:
     stderr_tail: str
     warning: str | None = None
     cpu_s: float = 0.0  # user + system time of the child
+    phases: dict[str, Any] | None = None  # where a release's time went (Invocation.after)
 
     @property
     def ok(self) -> bool:
@@ -317,6 +321,7 @@ def measure(
         **{k: str(paths[k]) for k in ("stdout", "stderr", "result")},
     }
     paths["spec"].write_text(json.dumps(spec), encoding="utf-8")
+    started = time.time()
     try:
         with launcher_err.open("wb") as lerr:
             launcher = subprocess.Popen(
@@ -360,11 +365,13 @@ def measure(
         elif traceback_is_crash and _file_contains(paths["stderr"], TRACEBACK_MARKER):
             failure = f"crashed: Python traceback on stderr (exit code {code})"
         summary, warning = (None, None) if timed_out else summarize_output(paths["stdout"])
+        wall = float(result.get("wall_s", timeout_s))
+        phases = inv.after(started, wall) if inv.after is not None and failure is None else None
         return Measurement(
             tool=tool,
             run=run,
             argv=inv.argv,
-            wall_s=float(result.get("wall_s", timeout_s)),
+            wall_s=wall,
             peak_rss_kib=_rss_kib(int(result.get("maxrss", 0))),
             exit_code=code,
             failure=failure,
@@ -373,6 +380,7 @@ def measure(
             stderr_tail=_file_tail(paths["stderr"]) if paths["stderr"].exists() else "",
             warning=warning,
             cpu_s=float(result.get("utime_s", 0.0)) + float(result.get("stime_s", 0.0)),
+            phases=phases,
         )
     finally:
         for path in (*paths.values(), launcher_err):
@@ -859,7 +867,13 @@ class Tools:
                 "BF_STAGING_DIR": str(run_dir / "staging"),
             }
         )
-        return Invocation(argv, env, run_dir, [run_dir])
+        phases = bench_module("phases")
+
+        def after(started: float, wall_s: float) -> dict[str, Any] | None:
+            runs = phases.read(env, run_dir)
+            return None if runs is None else phases.phases(runs, wall_s, since=started)
+
+        return Invocation(argv, env, run_dir, [run_dir], after)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1364,12 +1378,16 @@ class Bench:
             {m.summary["exported"] for m in ms["release"] if m.summary and "exported" in m.summary}
         )
         print(f"  trials exported by the release: {', '.join(map(str, exported)) or '?'}")
+        phases = bench_module("phases")
+        where = phases.median_phases([m.phases for m in ms["release"]])
+        print(f"  {phases.describe(where)}")
         return {
             "trials": corpus.n_trials,
             "exported": exported[0] if len(exported) == 1 else exported,
             "runs_per_tool": runs,
             "corpus": {"path": str(corpus.root), **corpus.stats},
             "stats": [asdict(s) for s in stats],
+            "phases": where,
             "runs": _raw(ms),
         }
 
@@ -1714,6 +1732,9 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
             f"{fmt_x(ratio(rel['wall_median_s'], rev['wall_median_s'])):>12} "
             f"{fmt_x(growth):>14} {row.get('exported', '?')!s:>9}"
         )
+    phases = bench_module("phases")
+    for row in rows:
+        print(f"  {row['trials']:>8,}  {phases.describe(row.get('phases'))}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -1854,17 +1875,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def bench_module(name: str) -> ModuleType:
+    """``bench/<name>.py``, loaded once by path (this file is run as a script and loaded as
+    a module by the tests, so the folder is not a package)."""
+    key = f"bench_{name}"
+    module = sys.modules.get(key)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(key, REPO_ROOT / "bench" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module  # a dataclass of it looks its module up by name
+        spec.loader.exec_module(module)
+    return module
+
+
 def _parallel_probe(rounds: int) -> Any:
-    """``bench/machine.py``'s probe (loaded by path: this file is run as a script and
-    loaded as a module by the tests)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_machine", REPO_ROOT / "bench" / "machine.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_machine"] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module.parallel_probe(rounds=rounds)
+    """``bench/machine.py``'s probe."""
+    return bench_module("machine").parallel_probe(rounds=rounds)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

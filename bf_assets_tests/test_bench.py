@@ -138,3 +138,72 @@ def test_an_exportable_corpus_exports_every_training_ready_trial(tmp_path: Path)
             for t in json.loads((corpus.root / "sample-manifest.json").read_text())["trials"]
         }
     )
+
+
+def _run(job: str, start: float, end: float, **steps: float) -> dict[str, object]:
+    return {"job": job, "status": "SUCCESS", "start": start, "end": end, "steps": steps}
+
+
+def test_a_release_breakdown_is_computed_from_its_runs() -> None:
+    ph = _bench().bench_module("phases")
+    runs = [
+        _run("ingest_job", 100.0, 101.5, ingest_trials=1.4),
+        _run("ingest_job", 101.6, 103.0, ingest_trials=1.3),
+        _run("release_job", 103.1, 110.1, dataset_review=2.0, publish_gate=1.0, trial_pages=3.5),
+        _run("ingest_job", 50.0, 51.0),  # an earlier release into the same instance
+        {"job": "ingest_job", "status": "STARTED", "start": 103.2, "end": None, "steps": {}},
+    ]
+    got = ph.phases(runs, wall_s=12.0, since=99.0)
+    assert got["runs"] == 3 and got["ingest_runs"] == 2
+    assert got["ingest_s"] == pytest.approx(3.0)  # first start to last end, not the sum
+    assert got["release_job_s"] == pytest.approx(7.0)
+    assert list(got["steps_s"]) == ["dataset_review", "publish_gate", "trial_pages"]
+    assert got["pages_wait_s"] == pytest.approx(3.5)
+    assert got["outside_runs_s"] == pytest.approx(12.0 - 10.1)
+    # without ``since`` the earlier release's run counts too
+    assert ph.phases(runs, wall_s=70.0)["ingest_runs"] == 3
+    assert ph.phases([{"job": "release_job", "start": None, "end": None}], 1.0) is None
+
+    other = ph.phases(runs[:3], wall_s=14.0)
+    med = ph.median_phases([got, None, other])
+    assert med["of_runs"] == 2
+    assert med["outside_runs_s"] == pytest.approx(((12.0 - 10.1) + (14.0 - 10.1)) / 2)
+    line = ph.describe(med)
+    assert "ingest 3.0 s in 2 run(s)" in line and "trial_pages 3.5 s" in line
+    assert ph.median_phases([None]) is None
+    assert "could not be read" in ph.describe(None)
+
+
+def test_a_measured_release_says_where_its_time_went(tmp_path: Path) -> None:
+    """The release-scale scenario reads each release's instance before it is removed."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--quick",
+            "--runs",
+            "1",
+            "--scenario",
+            "release-scale",
+            "--release-sizes",
+            "40",
+            "--work",
+            str(tmp_path / "work"),
+            "--results",
+            str(tmp_path / "results"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = json.loads((tmp_path / "results" / "release-scale.quick.json").read_text())["sizes"][0]
+    where = row["phases"]
+    assert where is not None and where["of_runs"] == 1
+    assert where["ingest_runs"] >= 1 and where["ingest_s"] > 0
+    steps = list(where["steps_s"])
+    assert steps[0] == "dataset_review" and "publish_gate" in steps and "trial_pages" in steps
+    wall = row["runs"]["release"][0]["wall_s"]
+    assert 0 < where["release_job_s"] < wall and where["outside_runs_s"] < wall
+    assert "where the time went" in done.stdout
