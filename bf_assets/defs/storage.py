@@ -9,14 +9,16 @@ the log and folds it back into the database file (about 9 ``fdatasync`` calls an
 :func:`tune_instance_storage` makes every SQLite connection this process opens on a database
 under the instance home (``$DAGSTER_HOME``) use ``journal_mode=WAL`` (the run and schedule
 databases too) and ``synchronous=NORMAL``: a commit appends to the write-ahead log without
-waiting for the disk, and readers (the webserver, the daemon) never block the writer.  One idle connection per recently written database keeps its log open, so the
-connection that closes after each commit is not the last one and does not fold the log back
-(a checkpoint, with its syncs) every time.  A background thread checkpoints each database
-written in the last :data:`CHECKPOINT_SECONDS` (Dagster's run-log watchers in the webserver
-wake on changes of the ``.db`` file, so a run's live log stays live, at most a second late);
-SQLite's auto-checkpoint and the process's exit fold the log back too.  Dagster's SQLite
-storages also get one engine per database instead of one per use
-(:mod:`bf_assets.defs.engines`).
+waiting for the disk, and readers (the webserver, the daemon) never block the writer.  One
+idle connection per recently written database keeps its log open, so the connection that
+closes after each commit is not the last one and does not fold the log back (a checkpoint,
+with its syncs) every time.  A background thread checkpoints each database written in the
+last :data:`CHECKPOINT_SECONDS` (a connection marks its database written when it opens and
+after each use, as a kept engine's pooled connection writes many times); Dagster's run-log
+watchers in the webserver wake on changes of the ``.db`` file, so a run's live log stays
+live, at most a second late.  SQLite's auto-checkpoint and the process's exit fold the log
+back too.  Dagster's SQLite storages also get one engine per database instead of one per
+use, and keep its connections (:mod:`bf_assets.defs.engines`).
 
 What it trades: an application crash loses nothing; a power cut can lose the commits of the
 last moments, never the database.  That is the right trade for a project-local instance;
@@ -48,6 +50,7 @@ WAL_ENV = "BF_SQLITE_WAL"
 KEEPERS = 16
 FLUSHER_NAME = "bf-sqlite-wal"
 CHECKPOINT_SECONDS = 1.0
+_TUNED_PATH = "bf_tuned_path"  # a connection record's database file, when it is tuned
 
 _lock = threading.Lock()
 _tuned_dirs: set[str] = set()
@@ -80,6 +83,7 @@ def tune_sqlite_under(base_dir: str) -> None:
         _tuned_paths.clear()
         if not _listening:
             event.listen(Pool, "connect", _on_connect)
+            event.listen(Pool, "checkin", _on_checkin)
             _listening = True
     keep_engines(is_tuned)  # and one engine per database, not one per use
 
@@ -98,7 +102,7 @@ def is_tuned(path: str) -> bool:
     return hit
 
 
-def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+def _on_connect(dbapi_conn: Any, record: Any) -> None:
     if not isinstance(dbapi_conn, sqlite3.Connection) or not _tuned_dirs:
         return
     try:
@@ -110,8 +114,18 @@ def _on_connect(dbapi_conn: Any, _record: Any) -> None:
             dbapi_conn.execute("PRAGMA journal_mode=WAL")
         dbapi_conn.execute("PRAGMA synchronous=NORMAL")
         _keep(row[2])
+        if record is not None:
+            record.info[_TUNED_PATH] = row[2]  # for the uses after this one (a kept pool's)
     except sqlite3.Error:
         return  # the database keeps its mode; Dagster's own busy handling applies
+
+
+def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+    """After each use of a tuned database's connection (a kept engine pools it for the next
+    use, bf_assets.defs.engines): the database was written, the checkpointer folds it back."""
+    path = record.info.get(_TUNED_PATH) if record is not None else None
+    if path is not None:
+        _keep(path)
 
 
 def _keep(path: str) -> None:
