@@ -64,7 +64,8 @@ def test_done_when_targets_are_judged_on_the_run_figures() -> None:
     assert all(g.verdict == "n/a" and "release-scale" in g.missing for g in release)
 
 
-def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
+def _quick_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One ``--quick`` bench run of one round, its corpora and results under ``tmp_path``."""
     done = subprocess.run(
         [
             sys.executable,
@@ -72,8 +73,7 @@ def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
             "--quick",
             "--runs",
             "1",
-            "--scenario",
-            "small",
+            *args,
             "--work",
             str(tmp_path / "work"),
             "--results",
@@ -85,6 +85,11 @@ def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
+    done = _quick_run(tmp_path, "--scenario", "small")
     small = json.loads((tmp_path / "results" / "small.quick.json").read_text())
     by = {s["key"]: s for s in small["stats"]}
     assert set(by) == {"ours", "floor"}
@@ -176,28 +181,7 @@ def test_a_release_breakdown_is_computed_from_its_runs() -> None:
 
 def test_a_measured_release_says_where_its_time_went(tmp_path: Path) -> None:
     """The release-scale scenario reads each release's instance before it is removed."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH),
-            "--quick",
-            "--runs",
-            "1",
-            "--scenario",
-            "release-scale",
-            "--release-sizes",
-            "40",
-            "--work",
-            str(tmp_path / "work"),
-            "--results",
-            str(tmp_path / "results"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = _quick_run(tmp_path, "--scenario", "release-scale", "--release-sizes", "40")
     row = json.loads((tmp_path / "results" / "release-scale.quick.json").read_text())["sizes"][0]
     where = row["phases"]
     assert where is not None and where["of_runs"] == 1

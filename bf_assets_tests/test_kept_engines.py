@@ -109,6 +109,13 @@ def _runs_dir(home: Path) -> Path:
     return d
 
 
+def _table_with(engine: object, x: int) -> None:
+    """Make table ``t`` through ``engine`` and put ``x`` in it."""
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
+        conn.exec_driver_sql(f"INSERT INTO t VALUES ({x})")
+
+
 def _raw_id(engine: object) -> int:
     """The identity of the SQLite connection a use of ``engine`` gets."""
     with engine.connect() as conn:  # type: ignore[attr-defined]
@@ -154,15 +161,11 @@ def test_dagsters_dispose_after_a_use_keeps_the_connection(home: Path) -> None:
 def test_a_database_made_again_gets_a_new_connection_never_the_old_files(home: Path) -> None:
     db = _runs_dir(home) / "again.db"
     engine = sqlite_event_log.create_engine(_url(db), poolclass=NullPool)
-    with engine.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
-        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    _table_with(engine, 1)
     first = _raw_id(engine)
     for suffix in ("", "-wal", "-shm"):  # what `dagster instance wipe` removes
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    with engine.begin() as conn:  # the same engine, a new file
-        conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
-        conn.exec_driver_sql("INSERT INTO t VALUES (2)")
+    _table_with(engine, 2)  # the same engine, a new file
     assert _raw_id(engine) != first
     with sqlite3.connect(db) as conn:  # the write reached the file on disk
         assert conn.execute("SELECT x FROM t").fetchall() == [(2,)]
@@ -219,9 +222,7 @@ def test_every_write_through_a_kept_connection_is_folded_back(home: Path, tmp_pa
     write back within its interval, also the writes of a connection kept for reuse."""
     db = _runs_dir(home) / "live.db"
     engine = sqlite_event_log.create_engine(_url(db), poolclass=NullPool)
-    with engine.begin() as conn:
-        conn.exec_driver_sql("CREATE TABLE t (x INTEGER)")
-        conn.exec_driver_sql("INSERT INTO t VALUES (1)")
+    _table_with(engine, 1)
     first = _raw_id(engine)
     assert _folded_back(db, tmp_path, [(1,)])
     with engine.begin() as conn:  # the same connection, written again
