@@ -33,7 +33,7 @@ import os
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -317,10 +317,31 @@ def _ingest(
             partition_key=block[0] if len(block) == 1 else None,
         )
         ingest.done(block, res.success)
+        if not res.success and interrupted(res.all_events):
+            # SIGINT or SIGTERM during the run: Dagster ended it, and the release stops here
+            # (no further run is started; the run's partitions are read again next time)
+            raise KeyboardInterrupt
         if not res.success:
             failed += block
             why += [_failure_text(e) for e in res.all_events if e.is_step_failure]
     return failed, why
+
+
+INTERRUPTED = "DagsterExecutionInterruptedError"
+
+
+def interrupted(events: Iterable[Any]) -> bool:
+    """Whether a run's events say it was stopped by an interrupt (Dagster turns SIGINT and
+    SIGTERM during a run into a step failure of source ``INTERRUPT``) rather than failed."""
+    for e in events:
+        if not (e.is_step_failure or e.is_run_failure):
+            continue
+        data = e.event_specific_data
+        source = getattr(getattr(data, "error_source", None), "value", None)
+        err = getattr(data, "error", None)
+        if source == "INTERRUPT" or getattr(err, "cls_name", None) == INTERRUPTED:
+            return True
+    return False
 
 
 def _release(
