@@ -702,10 +702,7 @@ class Cleaner:
         if found is not None:
             hit = self.items.get(found[0])
             if hit is not None:
-                cleaned, counted = hit
-                if counted is not None:
-                    self.stats.add(counted)
-                return cleaned
+                return self.replayed(hit)
         self._depth += 1
         try:
             cleaned, counted = self.counted_apart(
@@ -715,6 +712,14 @@ class Cleaner:
             self._depth -= 1
         if found is not None:
             self.items.put(found[0], (cleaned, counted), found[1])
+        return cleaned
+
+    def replayed(self, remembered: tuple[Any, CleanStats | None]) -> Any:
+        """A remembered ``(cleaned, counted)`` (:meth:`counted_apart`): its counts counted
+        again into :attr:`stats`, its cleaned value returned."""
+        cleaned, counted = remembered
+        if counted is not None:
+            self.stats.add(counted)
         return cleaned
 
     def counted_apart(self, clean: Callable[[], Any]) -> tuple[Any, CleanStats | None]:

@@ -56,10 +56,7 @@ class RowCleaner(Cleaner):
             return super().value(v)
         hit = self._shared.get(key)
         if hit is not None:
-            cleaned, counted = hit
-            if counted is not None:
-                self.stats.add(counted)
-            return cleaned
+            return self.replayed(hit)
         cleaned, counted = self.counted_apart(lambda: super(RowCleaner, self).value(v))
         if self._shared_chars + len(key) > SHARED_MAX_CHARS:
             self._shared.clear()
