@@ -3,7 +3,6 @@ lines are judged on the figures a run measured (no timing figure is asserted her
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,18 +10,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / "bench" / "run_bench.py"
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("run_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["run_bench"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+from benchkit import BENCH, REPO, run_bench
 
 
 def _stats(rb: ModuleType, key: str, wall: float, cpu: float, rss: float) -> object:
@@ -30,7 +18,7 @@ def _stats(rb: ModuleType, key: str, wall: float, cpu: float, rss: float) -> obj
 
 
 def test_done_when_targets_are_judged_on_the_run_figures() -> None:
-    rb = _bench()
+    rb = run_bench()
     sizes = rb.FULL_SIZES
     figures = {
         "small": {
@@ -110,7 +98,7 @@ def test_quick_run_measures_cpu_and_the_floor(tmp_path: Path) -> None:
 def test_an_exportable_corpus_exports_every_training_ready_trial(tmp_path: Path) -> None:
     """The release-export scenario's corpus: its plan has a slot for every attempt of every
     cell, so no trial is superseded or unplanned and the release path exports at scale."""
-    rb = _bench()
+    rb = run_bench()
     corpus = rb.CorpusFactory(tmp_path / "work", None).exportable(40)
     plan = corpus.root / rb.EXPORT_PLAN
     done = subprocess.run(
@@ -150,7 +138,7 @@ def _run(job: str, start: float, end: float, **steps: float) -> dict[str, object
 
 
 def test_a_release_breakdown_is_computed_from_its_runs() -> None:
-    ph = _bench().bench_module("phases")
+    ph = run_bench().bench_module("phases")
     runs = [
         _run("ingest_job", 100.0, 101.5, ingest_trials=1.4),
         _run("ingest_job", 101.6, 103.0, ingest_trials=1.3),

@@ -13,23 +13,18 @@ import time
 from pathlib import Path
 
 import pytest
+from benchkit import REPO, run_bench
+from prockit import alive
 
 from bf_assets.defaults import default_file
 from bf_assets.defs.ranges import INGEST_RUN_TRIALS_ENV
 
-REPO = Path(__file__).resolve().parent.parent
 JOBS = 6
 TRIALS = 600  # the bench's generator: 100 trials a job directory
 
 
 def _corpus(work: Path) -> Path:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_bench", REPO / "bench" / "run_bench.py")
-    assert spec is not None and spec.loader is not None
-    rb = importlib.util.module_from_spec(spec)
-    sys.modules["run_bench"] = rb
-    spec.loader.exec_module(rb)
+    rb = run_bench()
     corpus = rb.CorpusFactory(work, None).trials(TRIALS)
     assert len([p for p in corpus.jobs.iterdir() if p.is_dir()]) == JOBS
     return corpus.jobs
@@ -46,14 +41,6 @@ def _runs(db: Path) -> list[tuple[str, str]]:
             ).fetchall()
     except sqlite3.OperationalError:  # not made yet
         return []
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
@@ -108,7 +95,7 @@ def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) 
     assert runs[-1][1] != "SUCCESS"
     assert "interrupted" in err or proc.returncode == -signal.SIGTERM, err[-2000:]
     deadline = time.monotonic() + 30  # every process of the release ends with it
-    while _group_alive(proc.pid) and time.monotonic() < deadline:
+    while alive(proc.pid, group=True) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _group_alive(proc.pid)
+    assert not alive(proc.pid, group=True)
     assert not out.exists() or not any(out.iterdir())  # nothing was published
