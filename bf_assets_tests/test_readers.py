@@ -452,3 +452,44 @@ def test_a_root_swapped_for_a_link_is_seen_after_the_cache_is_cleared(tmp_path: 
     clear_path_cache()  # a new review: the root now resolves to b
     real, _, issue = resolve_file(root / "t" / "f.json", root)
     assert issue is None and real == os.path.realpath(outside / "t" / "f.json")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"one line, no newline", b"a\nb\n", b"x" * (MiB - 1) + b"\n", b"ab\n" * (MiB // 2 + 7)],
+    ids=["empty", "no-newline", "two-lines", "just-under-1MiB", "several-MiB-reads"],
+)
+def test_hash_file_is_the_digest_size_and_lines_of_every_byte(tmp_path: Path, body: bytes) -> None:
+    p = tmp_path / "agent.log"
+    p.write_bytes(body)
+    stats, issue = hash_file(p, tmp_path)
+    assert issue is None and stats is not None and stats.read
+    lines = body.count(b"\n") + (1 if body and not body.endswith(b"\n") else 0)
+    assert (stats.size, stats.sha256, stats.lines) == (
+        len(body),
+        hashlib.sha256(body).hexdigest(),
+        lines,
+    )
+
+
+def test_hash_file_reads_to_the_end_of_a_file_that_grew_since_its_stat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read is sized by the stat size: bytes added after the stat are still hashed,
+    and the size is the bytes the digest covers."""
+    from bf_assets.ingest import readers
+
+    p = tmp_path / "verifier.log"
+    body = b"early line\n" * 100 + b"appended after the stat\n" * 50
+    p.write_bytes(body)
+    real = readers.resolve_file
+
+    def stale(path: Any, root: Any) -> readers.Resolved:
+        got = real(path, root)
+        return got._replace(size=1100)  # the size before the append
+
+    monkeypatch.setattr(readers, "resolve_file", stale)
+    stats, issue = hash_file(p, tmp_path)
+    assert issue is None and stats is not None
+    assert stats.sha256 == hashlib.sha256(body).hexdigest()
+    assert (stats.size, stats.lines) == (len(body), 150)

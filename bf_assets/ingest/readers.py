@@ -850,7 +850,10 @@ def hash_file(
     *,
     max_bytes: int = 1024 * 1024 * MiB,
 ) -> tuple[FileStats | None, ReadIssue | None]:
-    """Inventory a file we do not parse: size, sha256 and line count, streamed in 1 MiB chunks."""
+    """Inventory a file we do not parse: size, sha256 and line count, streamed.  The first
+    read is sized by the file's stat size (most inventoried files are a few KB: no 1 MiB
+    buffer per file), later ones take 1 MiB each, to the file's end even when it grew since
+    its stat; the size reported is the bytes hashed."""
     real, size, issue = resolve_file(path, root)
     if issue is not None:
         return None, issue
@@ -859,14 +862,20 @@ def hash_file(
         if size > max_bytes:
             return FileStats(size=size), None
         digest = hashlib.sha256()
-        newlines = 0
+        newlines = hashed = 0
         last = b""
-        with open(real, "rb") as fh:
-            while chunk := fh.read(MiB):
+        fd = os.open(real, READ_FLAGS)  # a descriptor, no file object (as read_upto)
+        try:
+            ask = min(size + 1, MiB)  # one read reaches the end of a file under 1 MiB
+            while chunk := os.read(fd, ask):
                 digest.update(chunk)
                 newlines += chunk.count(b"\n")
+                hashed += len(chunk)
                 last = chunk
+                ask = MiB
+        finally:
+            os.close(fd)
         lines = newlines + (1 if last and not last.endswith(b"\n") else 0)
-        return FileStats(size, digest.hexdigest(), lines, read=True), None
+        return FileStats(hashed, digest.hexdigest(), lines, read=True), None
     except OSError as exc:
         return None, ReadIssue(IssueKind.IO_ERROR, f"cannot read {_name(path)}: {exc.strerror}")
