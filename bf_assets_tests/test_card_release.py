@@ -274,7 +274,9 @@ def test_rollouts_carry_the_verifiers_fields_without_the_gold_answer(
     assert set(by_task) == ALL_TASKS and max(by_task[TASKS[0]]) < 2**53
 
 
-def _rewrite_shard(path: Path, change: Any) -> None:
+def _rewrite_shard(path: Path, change: Any, **write: Any) -> None:
+    """The shard's rows changed by ``change`` and written back with the same schema
+    (``write``: more ``pq.write_table`` options, such as ``row_group_size``)."""
     pf = pq.ParquetFile(path)
     table = pf.read()
     rows = change(table.to_pylist())
@@ -284,7 +286,7 @@ def _rewrite_shard(path: Path, change: Any) -> None:
 
     config = path.parent.name
     new = pa.Table.from_pylist(rows, schema=storage_schema(config)).cast(table.schema)
-    pq.write_table(new, path, store_schema=True)
+    pq.write_table(new, path, store_schema=True, **write)
 
 
 def test_verify_decodes_arguments(split_release: tuple[Bundle, Path], tmp_path: Path) -> None:

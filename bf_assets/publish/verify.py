@@ -1,9 +1,9 @@
 """Re-verifying a release bundle before anything is published.
 
 :func:`verify_bundle` trusts nothing the curation step did: it re-hashes every file against
-the manifest, refuses files the manifest does not list, re-reads every Parquet shard and
-runs :func:`bf_assets.curate.scan.scan_row` on every row, scans the card, the report, the
-manifest and the excluded trials (``meta/excluded.jsonl``, a line at a time), and (given the
+the manifest, refuses files the manifest does not list, re-reads every Parquet shard and runs
+:func:`bf_assets.curate.scan.scan_row` on every row (on every core for a large bundle:
+:mod:`bf_assets.publish.shardscan`), scans the card, the report, the manifest and the excluded trials (``meta/excluded.jsonl``, a line at a time), and (given the
 dataset review) proves the rows are exactly the trials the review decided to export: none
 more, and none fewer than the curation outcomes the excluded trials record (``duplicate``,
 ``curation error``), each row's artifacts unchanged since the review, every trial the
@@ -23,10 +23,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
-import pyarrow.parquet as pq
 
 from bf_assets.curate.clean import Cleaner
 from bf_assets.curate.scan import (
@@ -34,13 +33,12 @@ from bf_assets.curate.scan import (
     PUBLISH_CHECKS,
     SCHEMA,
     TextCache,
-    scan_row,
     scan_text,
     scan_value,
     scan_values,
 )
 from bf_assets.curate.scanmemo import ScanMemo
-from bf_assets.curate.schema import CONFIGS, DEFAULT_CONFIG, arrow_schema
+from bf_assets.curate.schema import DEFAULT_CONFIG
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.dataset.common import TrialKey, show_key
 from bf_assets.dataset.decide import CURATION_REASONS, Decision
@@ -56,11 +54,11 @@ from bf_assets.publish.excluded import (
 )
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
+from bf_assets.publish.shardscan import RowKey, scan_shards
 from bf_assets.review.record import TrialReview
 
 VERDICT_CHECK = "release_is_publishable"
 MAX_FINDINGS = 50
-SCAN_BATCH_ROWS = 4
 
 
 @dataclass(slots=True)
@@ -223,97 +221,6 @@ def _check_files(
         elif sha256_file(p) != rec.get("sha256") or p.stat().st_size != rec.get("bytes"):
             report.add(finding(SCHEMA, f"{rel} does not match its manifest checksum", file=rel))
     return [listed[r] for r in sorted(listed) if r.startswith("data/") and r in present]
-
-
-class RowKey(NamedTuple):
-    """Which trial a shard row is, and where (a tuple: a bundle has a row per trial and
-    config, and several per trial in ``trl_sft``)."""
-
-    rollout_id: Any
-    job: Any
-    rollout: Any
-    config: str
-    file: str
-
-
-def _scan_shard(
-    bundle: Path,
-    rec: dict[str, Any],
-    report: GateReport,
-    cache: TextCache,
-    memo: ScanMemo,
-    names: dict[Any, Any],
-) -> list[RowKey]:
-    """Scan one shard; return the keys of its rows (their strings shared through ``names``
-    across the shards).  Its rows are of JSON types once its schema is the published one:
-    scanned with ``memo``."""
-    rel, config = str(rec["path"]), rec.get("config")
-    if config not in CONFIGS or not rel.startswith(f"data/{config}/"):
-        report.add(finding(SCHEMA, f"{rel} is not a shard of a known config", file=rel))
-        return []
-    try:
-        pf = pq.ParquetFile(bundle / rel)
-    except Exception as exc:  # pyarrow raises several types for a corrupt file
-        report.add(finding(SCHEMA, f"{rel} is not a readable Parquet file: {exc}", file=rel))
-        return []
-    expected = arrow_schema(config)
-    if not pf.schema_arrow.equals(expected, check_metadata=False):
-        report.add(finding(SCHEMA, f"{rel} does not have the published {config} schema", file=rel))
-        return []
-    keys: list[RowKey] = []
-    shared = names.setdefault
-    n = 0
-    for batch in pf.iter_batches(batch_size=SCAN_BATCH_ROWS):
-        for row in batch.to_pylist():
-            n += 1
-            where = f"{rel} row {n}"
-            report.extend(scan_row(row, config, where=where, cache=cache, memo=memo))
-            report.extend(_arguments_findings(row, config, where, cache))
-            rid, job, rollout = row.get("rollout_id"), row.get("job"), row.get("rollout")
-            if type(rid) is str:  # one string per trial, not one per row
-                rid = shared(rid, rid)
-            if type(job) is str:
-                job = shared(job, job)
-            if type(rollout) is str:
-                rollout = shared(rollout, rollout)
-            keys.append(RowKey(rid, job, rollout, config, rel))
-    if n != rec.get("rows"):
-        report.add(
-            finding(SCHEMA, f"{rel} has {n} rows, the manifest says {rec.get('rows')}", file=rel)
-        )
-    report.rows[config] = report.rows.get(config, 0) + n
-    return keys
-
-
-def _arguments_findings(
-    row: dict[str, Any], config: str, where: str, cache: TextCache
-) -> list[Finding]:
-    """Decode every tool call's ``arguments`` of the row's message columns and scan them."""
-    decoded: list[Any] = []
-    bad = 0
-    for col in (c.name for c in CONFIGS[config] if c.kind == "messages"):
-        for m in row.get(col) or []:
-            for tc in (m.get("tool_calls") if isinstance(m, dict) else None) or []:
-                fn = tc.get("function") if isinstance(tc, dict) else None
-                text = fn.get("arguments") if isinstance(fn, dict) else None
-                try:
-                    value = orjson.loads(text) if isinstance(text, str) else None
-                except orjson.JSONDecodeError:
-                    value = None
-                if isinstance(value, dict):
-                    decoded.append(value)
-                else:
-                    bad += 1
-    out = scan_value(decoded, f"{where} (tool-call arguments)", cache) if decoded else []
-    if bad:
-        out.append(
-            finding(
-                SCHEMA,
-                f"{where}: {bad} tool call(s) whose arguments are not a JSON object",
-                file=where,
-            )
-        )
-    return out
 
 
 def _scan_excluded(
@@ -500,6 +407,29 @@ def _json_document(text: str) -> Any:
         return None  # scanned as text instead
 
 
+def _shard_rows(
+    bundle: Path,
+    shards: Sequence[dict[str, Any]],
+    report: GateReport,
+    cache: TextCache,
+    memo: ScanMemo,
+) -> list[RowKey]:
+    """Every shard row scanned (:func:`bf_assets.publish.shardscan.scan_shards`), its
+    findings and counts added to ``report`` shard by shard, in order; the keys of the rows."""
+    keys: list[RowKey] = []
+    for s in scan_shards(bundle, shards, cache, memo, MAX_FINDINGS):
+        report.extend(s.findings)
+        keys.extend(s.keys)
+        s.keys.clear()
+        if s.rows is None:
+            continue
+        if s.rows != s.declared:
+            msg = f"{s.rel} has {s.rows} rows, the manifest says {s.declared}"
+            report.add(finding(SCHEMA, msg, file=s.rel))
+        report.rows[s.config] = report.rows.get(s.config, 0) + s.rows
+    return keys
+
+
 def verify_bundle(
     bundle_dir: str | Path,
     dataset: DatasetReview | None = None,
@@ -540,9 +470,7 @@ def verify_bundle(
             report.extend(scan_value(doc, rel, cache, memo))
         else:
             report.extend(scan_text(text, rel))
-    names: dict[Any, Any] = {}
-    keys = [k for rec in shards for k in _scan_shard(bundle, rec, report, cache, memo, names)]
-    del names
+    keys = _shard_rows(bundle, shards, report, cache, memo)
     scanned = _scan_excluded(bundle, manifest, listed, cache, report)
     not_ingested = manifest.get("jobs_not_ingested")
     report.n_excluded = (scanned[0] if scanned else 0) + (
