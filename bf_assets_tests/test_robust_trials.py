@@ -254,20 +254,20 @@ def test_a_trial_made_deep_after_its_review_is_a_curation_error(tmp_path: Path) 
 def test_curation_survives_an_encoder_error_of_one_trial(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
 ) -> None:
-    from bf_assets.publish import bundle
+    from bf_assets.publish import bundle, rowbuild
 
     root = tmp_path / "runs"
     good = healthy_spec(rollout_id=GOOD).write(root)
     bad = healthy_spec(rollout_id="bad00001", task="other-task").write(root)
     reviews = [t.review() for t in (good, bad)]
-    real = bundle.build_row
+    real = rowbuild.build_row
 
     def build_row(trial_dir: Any, cand: Any, **kw: Any) -> Any:
         if cand.rollout == bad.path.name:
             raise error
         return real(trial_dir, cand, **kw)
 
-    monkeypatch.setattr(bundle, "build_row", build_row)
+    monkeypatch.setattr(rowbuild, "build_row", build_row)
     b = bundle.bundle_reviews(reviews, tmp_path / "staging")
     assert [(e.rollout, e.reason) for e in b.excluded] == [(bad.path.name, CURATION_ERROR)]
     assert [r for _, r, _ in b.exported] == [good.path.name]

@@ -30,7 +30,7 @@ import hashlib
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,8 +39,8 @@ import orjson
 
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanedTexts, CleaningError, CleanStats, clean_value
-from bf_assets.curate.rows import CurationError, build_row, prime_sft_row, trl_sft_rows
+from bf_assets.curate.clean import CleanStats
+from bf_assets.curate.rows import prime_sft_row, trl_sft_rows
 from bf_assets.curate.schema import CONFIGS
 from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
 from bf_assets.dataset.common import TrialKey, trial_key
@@ -58,6 +58,7 @@ from bf_assets.publish.manifest import (
     release_digest,
     source_record,
 )
+from bf_assets.publish.rowbuild import built_rows
 from bf_assets.publish.shards import (
     MAX_SHARD_BYTES,
     ROW_GROUP_ROWS,
@@ -70,10 +71,6 @@ from bf_assets.review.record import TrialReview
 
 CARD_PATH = "README.md"
 KEEP_STAGED = 5
-# Cleaned long strings curation remembers across the trials of a release (least recently
-# used dropped first): the rows of a harness and task repeat their prompts and tools.
-RELEASE_TEXT_ENTRIES = 50_000
-RELEASE_TEXT_CHARS = 16 << 20
 
 
 @dataclass(slots=True)
@@ -133,16 +130,6 @@ def _plan_sha(path: str | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _collector(into: list[bytes]) -> Callable[[int, dict[str, Any]], None]:
-    """Keep each cleaned step as compact JSON (not as Python objects: a long trial's steps
-    each repeat the whole history) until the trial's row is known to be good."""
-
-    def sink(_: int, step: dict[str, Any]) -> None:
-        into.append(orjson.dumps({"prompt": step["prompt"], "completion": step["completion"]}))
-
-    return sink
-
-
 def _write_rows(
     tmp: Path,
     selected: list[Candidate],
@@ -171,27 +158,18 @@ def _write_rows(
     card_rows: list[dict[str, Any]] = []
     failed: dict[TrialKey, tuple[str, str]] = {}
     seen: dict[str, Candidate] = {}
-    texts = CleanedTexts(RELEASE_TEXT_ENTRIES, RELEASE_TEXT_CHARS)
-    for cand in sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout)):
+    ordered = sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout))
+    for cand, built in built_rows(ordered, steps="trl_sft" in configs):
         rid = cand.rollout_id
         if rid in seen:
             first = seen[rid]
             failed[cand.key] = (DUPLICATE, f"same artifacts as {first.job}/{first.rollout}")
             continue
-        steps: list[bytes] = []
-        sink = _collector(steps) if "trl_sft" in configs else None
-        try:
-            row = build_row(cand.trial_dir, cand, stats=stats, on_step=sink, texts=texts)
-        except (
-            CurationError,
-            CleaningError,
-            OSError,
-            ValueError,
-            TypeError,
-            RecursionError,
-        ) as exc:
-            failed[cand.key] = (CURATION_ERROR, str(clean_value(str(exc)))[:300])
+        if isinstance(built, str):
+            failed[cand.key] = (CURATION_ERROR, built)
             continue
+        row, steps = built.row, built.steps
+        stats.add(built.stats)
         seen[rid] = cand
         split = splits.split_of(cand.slot[0])
         if "rollouts" in configs:
