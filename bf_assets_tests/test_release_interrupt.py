@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,8 +44,9 @@ def _runs(db: Path) -> list[tuple[str, str]]:
         return []
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
-def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) -> None:
+def _release(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+    """A real ``bf-assets release`` of six job directories (one ingest run each), in a
+    process group of its own: the process, its runs database and its ``--out``."""
     jobs = _corpus(tmp_path / "work")
     home = tmp_path / "home"
     home.mkdir()
@@ -69,14 +71,20 @@ def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) 
         text=True,
         start_new_session=True,  # its own process group: every process it starts
     )
-    db = home / "history" / "runs.db"
+    return proc, home / "history" / "runs.db", out
+
+
+def _stop_when(
+    proc: subprocess.Popen[str], db: Path, going: Callable[[list[tuple[str, str]]], bool]
+) -> tuple[list[tuple[str, str]], str]:
+    """SIGTERM to the release's process group as soon as its runs satisfy ``going``; the
+    runs then and its stderr (empty runs: it ended before)."""
     deadline = time.monotonic() + 240
     stopped_at: list[tuple[str, str]] = []
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             runs = _runs(db)
-            # the second ingest run is going: stop the release inside it
-            if len(runs) >= 2 and runs[-1] == ("ingest_job", "STARTED"):
+            if going(runs):
                 os.killpg(proc.pid, signal.SIGTERM)
                 stopped_at = runs
                 break
@@ -86,6 +94,25 @@ def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) 
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    return stopped_at, err
+
+
+def _ended_whole(proc: subprocess.Popen[str], out: Path) -> None:
+    """Every process of the release ended with it, and nothing was published."""
+    deadline = time.monotonic() + 30
+    while alive(proc.pid, group=True) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(proc.pid, group=True)
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) -> None:
+    proc, db, out = _release(tmp_path)
+    # the second ingest run is going: stop the release inside it
+    stopped_at, err = _stop_when(
+        proc, db, lambda runs: len(runs) >= 2 and runs[-1] == ("ingest_job", "STARTED")
+    )
     assert stopped_at, f"no ingest run was seen going (exit {proc.returncode}): {err[-2000:]}"
     assert proc.returncode != 0
     runs = _runs(db)
@@ -94,8 +121,20 @@ def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) 
     assert all(job == "ingest_job" for job, _ in runs)
     assert runs[-1][1] != "SUCCESS"
     assert "interrupted" in err or proc.returncode == -signal.SIGTERM, err[-2000:]
-    deadline = time.monotonic() + 30  # every process of the release ends with it
-    while alive(proc.pid, group=True) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(proc.pid, group=True)
-    assert not out.exists() or not any(out.iterdir())  # nothing was published
+    _ended_whole(proc, out)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
+def test_a_release_stopped_during_its_release_job_says_interrupted(tmp_path: Path) -> None:
+    """Stopped once the release job (curation, the gate, publishing) is under way: the same
+    outcome as during an ingest run, not a failed release."""
+    proc, db, out = _release(tmp_path)
+    stopped_at, err = _stop_when(proc, db, lambda runs: ("release_job", "STARTED") in runs)
+    assert stopped_at, f"no release job was seen going (exit {proc.returncode}): {err[-2000:]}"
+    assert proc.returncode != 0
+    assert _runs(db)[-1] == ("release_job", "CANCELED") or _runs(db)[-1][1] == "FAILURE"
+    assert "the release failed" not in err, err[-2000:]
+    assert err.endswith("bf-assets: interrupted\n") or proc.returncode == -signal.SIGTERM, err[
+        -2000:
+    ]
+    _ended_whole(proc, out)

@@ -146,6 +146,7 @@ def _release_outcome(res: Any) -> dict[str, Any]:
     else:
         out["status"] = ERROR
     out["message"] = "; ".join(f"{k}: {m}" for k, m in failures.items() if m)[:800]
+    out["interrupted"] = out["status"] == ERROR and interrupted(res.all_events)
     return out
 
 
@@ -447,6 +448,8 @@ def _ingest_then_release(
     except ForkedCallError as exc:
         result.message = f"release_job: {exc}"[:800]
         return result
+    if outcome.get("interrupted"):  # told to stop (SIGTERM, Ctrl-C): as during an ingest run
+        raise KeyboardInterrupt
     if outcome["status"] != PUBLISHED:  # nothing was published: the report is where it was made
         where = outcome.get("bundle") or None
         if where:
