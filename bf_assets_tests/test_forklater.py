@@ -128,6 +128,34 @@ def test_an_interrupt_of_the_caller_reaches_the_call() -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+@linux_only
+def test_sigterm_to_the_caller_alone_reaches_the_call() -> None:
+    """``kill PID`` of a waiting caller whose SIGTERM handler would not stop it (here:
+    ignored; in a release, Dagster's deferred one): the call is interrupted all the same, and
+    the caller's handler is back afterwards."""
+
+    def wait_for_interrupt() -> str:
+        try:
+            time.sleep(30)
+        except KeyboardInterrupt:
+            return "interrupted"
+        return "not interrupted"
+
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    later = ForkedCall(wait_for_interrupt)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        assert later.call() == "interrupted"
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        timer.cancel()
+        later.cancel()
+        signal.signal(signal.SIGINT, previous_int)
+        signal.signal(signal.SIGTERM, previous_term)
+
+
 DRIVER = textwrap.dedent(
     """
     import sys, time

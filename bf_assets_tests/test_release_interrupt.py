@@ -75,17 +75,25 @@ def _release(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
 
 
 def _stop_when(
-    proc: subprocess.Popen[str], db: Path, going: Callable[[list[tuple[str, str]]], bool]
+    proc: subprocess.Popen[str],
+    db: Path,
+    going: Callable[[list[tuple[str, str]]], bool],
+    *,
+    group: bool = True,
 ) -> tuple[list[tuple[str, str]], str]:
-    """SIGTERM to the release's process group as soon as its runs satisfy ``going``; the
-    runs then and its stderr (empty runs: it ended before)."""
+    """SIGTERM to the release's process group (``group=False``: to its first process alone,
+    as ``kill PID`` does) as soon as its runs satisfy ``going``; the runs then and its
+    stderr (empty runs: it ended before)."""
     deadline = time.monotonic() + 240
     stopped_at: list[tuple[str, str]] = []
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             runs = _runs(db)
             if going(runs):
-                os.killpg(proc.pid, signal.SIGTERM)
+                if group:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                else:
+                    os.kill(proc.pid, signal.SIGTERM)
                 stopped_at = runs
                 break
             time.sleep(0.01)
@@ -125,11 +133,17 @@ def test_a_release_stopped_during_an_ingest_run_starts_no_other(tmp_path: Path) 
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and process groups")
-def test_a_release_stopped_during_its_release_job_says_interrupted(tmp_path: Path) -> None:
-    """Stopped once the release job (curation, the gate, publishing) is under way: the same
-    outcome as during an ingest run, not a failed release."""
+@pytest.mark.parametrize("group", [True, False], ids=["kill-group", "kill-pid"])
+def test_a_release_stopped_during_its_release_job_says_interrupted(
+    tmp_path: Path, group: bool
+) -> None:
+    """Stopped once the release job (curation, the gate, publishing) is under way, by a
+    SIGTERM to all its processes or to the one started (which waits for the release job's
+    process): the same outcome as during an ingest run, not a failed or finished release."""
     proc, db, out = _release(tmp_path)
-    stopped_at, err = _stop_when(proc, db, lambda runs: ("release_job", "STARTED") in runs)
+    stopped_at, err = _stop_when(
+        proc, db, lambda runs: ("release_job", "STARTED") in runs, group=group
+    )
     assert stopped_at, f"no release job was seen going (exit {proc.returncode}): {err[-2000:]}"
     assert proc.returncode != 0
     assert _runs(db)[-1] == ("release_job", "CANCELED") or _runs(db)[-1][1] == "FAILURE"

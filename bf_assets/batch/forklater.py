@@ -14,8 +14,9 @@ function needs from before the fork; what the parent does meanwhile never reache
 The child ends with the parent (``PR_SET_PDEATHSIG``: a release killed outright takes its
 release job along), never runs the parent's exit handlers (it leaves with ``os._exit``), and
 ends when it is not called (:meth:`ForkedCall.cancel`, or leaving the ``with`` block).  An
-interrupt (Ctrl-C) of the parent while the child works is passed on to the child, whose work
-then ends the way an interrupted one does there; a second one stops the child.  Where there
+interrupt (Ctrl-C, or SIGTERM to the parent alone) of the parent while the child works is
+passed on to the child, whose work then ends the way an interrupted one does there; a second
+one stops the child.  Where there
 is no ``fork`` (not Linux) the function is called in this process, at the same moment.
 """
 
@@ -26,8 +27,9 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from typing import Any, Generic, TypeVar
 
@@ -100,6 +102,10 @@ class ForkedCall(Generic[T]):
         raise ForkedCallError(msg[1])
 
     def _wait(self, back: Connection) -> tuple[Any, ...] | None:
+        with _terminate_as_interrupt():
+            return self._wait_for(back)
+
+    def _wait_for(self, back: Connection) -> tuple[Any, ...] | None:
         interrupted = False
         while True:
             try:
@@ -144,6 +150,26 @@ class ForkedCall(Generic[T]):
 
     def __exit__(self, *_exc: object) -> None:
         self.cancel()
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the caller waits, SIGTERM is taken as Ctrl-C: passed on to the child, whose work
+    ends the way an interrupted one does.  (``kill PID`` reaches the caller alone; whatever
+    handler it had, Dagster's deferred one included, would leave the child working.)  Only
+    in the main thread, where handlers can be set; the previous handler is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(_signo: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _signal(pid: int, sig: int) -> None:

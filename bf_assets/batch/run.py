@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.batch.slimreview import JobPart, SlimReview
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
 from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
@@ -151,7 +153,8 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
 
 def fork_pool(workers: int) -> ProcessPoolExecutor:
     """The worker pool of a review batch (fork where there is one: the workers share the
-    parent's imports)."""
+    parent's imports).  Its workers are stopped by their parent, never by a signal meant for
+    it (:func:`_worker_start`)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -159,7 +162,21 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
     if fork:
         _preload()
     ctx = multiprocessing.get_context("fork" if fork else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=_worker_start, initargs=(os.getpid(),)
+    )
+
+
+def _worker_start(parent: int) -> None:
+    """In each pool worker, first: SIGINT and SIGTERM are left to the parent, and the worker
+    ends the moment its parent does.  Ctrl-C or ``kill`` reaches a whole process group; a
+    worker it ended while sending a result left the rest of that result unwritten, and the
+    parent's pool waited for it for ever (a release stopped during curation hung so).  The
+    parent, interrupted, stops giving out work and waits for what its workers are doing;
+    killed outright, it takes them along (``SIGKILL``: they ignore ``SIGTERM``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    end_with_parent(parent, signal.SIGKILL)
 
 
 def _preload() -> None:

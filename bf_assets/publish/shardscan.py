@@ -269,12 +269,16 @@ def _in_workers(
     try:
         with fork_pool(workers) as pool:
             pending: deque[Future[Result]] = deque()
-            for p in pieces:
-                pending.append(pool.submit(_piece_in_worker, bundle, p, cap))
-                if len(pending) >= 2 * workers:
+            try:
+                for p in pieces:
+                    pending.append(pool.submit(_piece_in_worker, bundle, p, cap))
+                    if len(pending) >= 2 * workers:
+                        yield pending.popleft().result()
+                while pending:
                     yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
+            finally:
+                for f in pending:  # stopped early (an error, the release stopped): no more work
+                    f.cancel()
     finally:
         _CACHES.clear()
 
