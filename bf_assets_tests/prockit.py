@@ -4,6 +4,9 @@ stopped release)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 
 
 def alive(pid: int, *, group: bool = False) -> bool:
@@ -14,3 +17,23 @@ def alive(pid: int, *, group: bool = False) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def children_of_killed(driver: str) -> tuple[list[int], list[int]]:
+    """Run the Python source ``driver`` (which prints the ids of the processes it starts on
+    its first line, then waits), kill it outright (SIGKILL), and give those ids and, of
+    them, the ones still there 10 s later."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        started = [int(p) for p in proc.stdout.readline().split()]
+        assert started and all(alive(p) for p in started)
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while any(alive(p) for p in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return started, [p for p in started if alive(p)]
+    finally:
+        proc.kill()

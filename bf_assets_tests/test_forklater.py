@@ -6,19 +6,18 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import subprocess
-import sys
 import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError, can_fork
 from bf_assets.sample.generator import generate_corpus
-from bf_assets_tests.prockit import alive
+from bf_assets_tests.prockit import alive, children_of_killed
 from bf_assets_tests.releasekit import isolated_release
 
 linux_only = pytest.mark.skipif(not can_fork(), reason="the call is forked on Linux only")
@@ -105,55 +104,43 @@ def test_without_fork_the_call_is_made_here_when_asked() -> None:
         later.call()
 
 
-@linux_only
-def test_an_interrupt_of_the_caller_reaches_the_call() -> None:
-    def wait_for_interrupt() -> str:
-        try:
-            time.sleep(30)
-        except KeyboardInterrupt:
-            return "interrupted"
-        return "not interrupted"
-
-    # Ctrl-C as a terminal's user has it, whatever an earlier test in this process left
-    # installed (the child inherits the handler at the fork)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    later = ForkedCall(wait_for_interrupt)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+def _wait_for_interrupt() -> str:
     try:
-        assert later.call() == "interrupted"
-    finally:
-        timer.cancel()
-        later.cancel()
-        signal.signal(signal.SIGINT, previous)
+        time.sleep(30)
+    except KeyboardInterrupt:
+        return "interrupted"
+    return "not interrupted"
 
 
 @linux_only
-def test_sigterm_to_the_caller_alone_reaches_the_call() -> None:
-    """``kill PID`` of a waiting caller whose SIGTERM handler would not stop it (here:
-    ignored; in a release, Dagster's deferred one): the call is interrupted all the same, and
-    the caller's handler is back afterwards."""
-
-    def wait_for_interrupt() -> str:
-        try:
-            time.sleep(30)
-        except KeyboardInterrupt:
-            return "interrupted"
-        return "not interrupted"
-
+@pytest.mark.parametrize(
+    ("sig", "caller_handler"),
+    [
+        # Ctrl-C as a terminal's user has it, whatever an earlier test in this process left
+        # installed (the child inherits the handler at the fork)
+        (signal.SIGINT, signal.default_int_handler),
+        # ``kill PID`` of a caller whose own SIGTERM handler would not stop it (here ignored;
+        # in a release, Dagster's deferred one)
+        (signal.SIGTERM, signal.SIG_IGN),
+    ],
+    ids=["ctrl-c", "sigterm-to-the-caller"],
+)
+def test_an_interrupt_of_the_caller_reaches_the_call(sig: int, caller_handler: Any) -> None:
     previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    later = ForkedCall(wait_for_interrupt)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
+    previous_own = signal.signal(sig, caller_handler)
+    later = ForkedCall(_wait_for_interrupt)
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), sig))
     timer.start()
     try:
         assert later.call() == "interrupted"
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        assert signal.getsignal(sig) is caller_handler  # the caller's handler is back
     finally:
         timer.cancel()
         later.cancel()
-        signal.signal(signal.SIGINT, previous_int)
+        signal.signal(sig, previous_own)
         signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 DRIVER = textwrap.dedent(
@@ -168,18 +155,9 @@ DRIVER = textwrap.dedent(
 
 
 @linux_only
-def test_a_caller_killed_outright_takes_its_child_along(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, env=env)
-    try:
-        assert proc.stdout is not None
-        pid = int(proc.stdout.readline())
-        assert alive(pid)
-        proc.kill()
-        proc.wait(10)
-        assert _gone(pid)
-    finally:
-        proc.kill()
+def test_a_caller_killed_outright_takes_its_child_along() -> None:
+    started, left = children_of_killed(DRIVER)
+    assert len(started) == 1 and not left
 
 
 @linux_only

@@ -13,9 +13,10 @@ import os
 import signal
 import sys
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -34,7 +35,9 @@ from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+T = TypeVar("T")
 
 
 def review_context(opts: ReviewOptions) -> str:
@@ -165,6 +168,27 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(
         max_workers=workers, mp_context=ctx, initializer=_worker_start, initargs=(os.getpid(),)
     )
+
+
+def pooled_in_order(
+    workers: int, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]]
+) -> Iterator[T]:
+    """``fn(*args)`` for each ``args`` of ``calls``, in order, from a :func:`fork_pool` of
+    ``workers``: at most two calls a worker given out ahead of the one awaited (finished
+    results do not pile up), and none given out once the caller stops early (an error, an
+    interrupt), which waits only for those under way."""
+    with fork_pool(workers) as pool:
+        pending: deque[Future[T]] = deque()
+        try:
+            for args in calls:
+                pending.append(pool.submit(fn, *args))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for f in pending:
+                f.cancel()
 
 
 def _worker_start(parent: int) -> None:

@@ -21,9 +21,7 @@ gives and counts for a string depends on the string alone.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,20 +105,9 @@ def _in_workers(
     batches: Sequence[Sequence[Candidate]], steps: bool, workers: int
 ) -> Iterator[list[Outcome]]:
     """Each batch's outcomes, in order, from forked workers."""
-    from bf_assets.batch.run import fork_pool
+    from bf_assets.batch.run import pooled_in_order
 
-    with fork_pool(workers) as pool:
-        pending: deque[Future[list[Outcome]]] = deque()
-        try:
-            for batch in batches:
-                pending.append(pool.submit(_batch_in_worker, list(batch), steps))
-                if len(pending) >= 2 * workers:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for f in pending:  # stopped early (an error, the release stopped): no more work
-                f.cancel()
+    return pooled_in_order(workers, _batch_in_worker, ((list(b), steps) for b in batches))
 
 
 def _batch_in_worker(batch: list[Candidate], steps: bool) -> list[Outcome]:

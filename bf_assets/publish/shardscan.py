@@ -22,9 +22,7 @@ pyarrow's exception.
 from __future__ import annotations
 
 import os
-from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -260,25 +258,13 @@ def _in_workers(
     cap: int,
     most: int,
 ) -> Iterator[Result]:
-    """Each piece's result, in order, from forked workers (at most ``2 * workers`` pieces
-    waiting, so finished results do not pile up in the workers' queue)."""
-    from bf_assets.batch.run import fork_pool
+    """Each piece's result, in order, from forked workers."""
+    from bf_assets.batch.run import pooled_in_order
 
     workers = min(most, len(pieces))
     _CACHES[:] = [(cache, memo)]
     try:
-        with fork_pool(workers) as pool:
-            pending: deque[Future[Result]] = deque()
-            try:
-                for p in pieces:
-                    pending.append(pool.submit(_piece_in_worker, bundle, p, cap))
-                    if len(pending) >= 2 * workers:
-                        yield pending.popleft().result()
-                while pending:
-                    yield pending.popleft().result()
-            finally:
-                for f in pending:  # stopped early (an error, the release stopped): no more work
-                    f.cancel()
+        yield from pooled_in_order(workers, _piece_in_worker, ((bundle, p, cap) for p in pieces))
     finally:
         _CACHES.clear()
 
