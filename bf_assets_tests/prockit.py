@@ -19,10 +19,25 @@ def alive(pid: int, *, group: bool = False) -> bool:
     return True
 
 
+def running(pid: int) -> bool:
+    """Whether a process ``pid`` exists and has not exited: an orphan's zombie (it ended,
+    and whoever adopted it has not waited for it yet; this sandbox's init takes seconds)
+    does not count."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    except OSError:
+        return alive(pid)
+    return state != b"Z"
+
+
 def children_of_killed(driver: str) -> tuple[list[int], list[int]]:
     """Run the Python source ``driver`` (which prints the ids of the processes it starts on
     its first line, then waits), kill it outright (SIGKILL), and give those ids and, of
-    them, the ones still there 10 s later."""
+    them, the ones still running 10 s later (their parent gone, they are orphans: a zombie
+    one has ended)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, env=env)
     try:
@@ -32,8 +47,8 @@ def children_of_killed(driver: str) -> tuple[list[int], list[int]]:
         proc.kill()
         proc.wait(10)
         deadline = time.monotonic() + 10
-        while any(alive(p) for p in started) and time.monotonic() < deadline:
+        while any(running(p) for p in started) and time.monotonic() < deadline:
             time.sleep(0.05)
-        return started, [p for p in started if alive(p)]
+        return started, [p for p in started if running(p)]
     finally:
         proc.kill()
