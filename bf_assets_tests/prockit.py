@@ -4,6 +4,7 @@ stopped release)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,13 +34,19 @@ def running(pid: int) -> bool:
     return state != b"Z"
 
 
-def children_of_killed(driver: str) -> tuple[list[int], list[int]]:
+def children_of_killed(
+    driver: str, *, sigterm_ignored: bool = False
+) -> tuple[list[int], list[int]]:
     """Run the Python source ``driver`` (which prints the ids of the processes it starts on
     its first line, then waits), kill it outright (SIGKILL), and give those ids and, of
     them, the ones still running 10 s later (their parent gone, they are orphans: a zombie
-    one has ended)."""
+    one has ended).  ``sigterm_ignored``: the driver starts with SIGTERM ignored, as a
+    process started by one that ignores it does."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, env=env)
+    ignore = (lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN)) if sigterm_ignored else None
+    proc = subprocess.Popen(
+        [sys.executable, "-c", driver], stdout=subprocess.PIPE, env=env, preexec_fn=ignore
+    )
     try:
         assert proc.stdout is not None
         started = [int(p) for p in proc.stdout.readline().split()]

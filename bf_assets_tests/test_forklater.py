@@ -155,8 +155,12 @@ DRIVER = textwrap.dedent(
 
 
 @linux_only
-def test_a_caller_killed_outright_takes_its_child_along() -> None:
-    started, left = children_of_killed(DRIVER)
+@pytest.mark.parametrize("sigterm_ignored", [False, True], ids=["default", "sigterm-ignored"])
+def test_a_caller_killed_outright_takes_its_child_along(sigterm_ignored: bool) -> None:
+    """Also when the caller was started with SIGTERM ignored (a release started by a process
+    that ignores it; in a test run, Dagster's mapping of SIGTERM onto an ignored SIGINT left
+    it so for the tests that followed), which its child would inherit."""
+    started, left = children_of_killed(DRIVER, sigterm_ignored=sigterm_ignored)
     assert len(started) == 1 and not left
 
 

@@ -21,6 +21,12 @@ def end_with_parent(parent: int, sig: int = signal.SIGTERM) -> bool:
     when its parent ends; if the parent already has, end now.  True when it is in place."""
     if not sys.platform.startswith("linux"):
         return False
+    # a signal ignored in the parent stays ignored in its children, across exec too (Dagster
+    # maps SIGTERM to whatever SIGINT does, SIG_IGN included): the one that tells this
+    # process its parent ended must not be
+    if signal.getsignal(sig) == signal.SIG_IGN:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})  # a blocked one is inherited as well
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         ok = libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
