@@ -171,18 +171,18 @@ def fork_pool(workers: int) -> ProcessPoolExecutor:
 
 
 def pooled_in_order(
-    workers: int, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]]
+    workers: int, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]], *, ahead: int = 2
 ) -> Iterator[T]:
     """``fn(*args)`` for each ``args`` of ``calls``, in order, from a :func:`fork_pool` of
-    ``workers``: at most two calls a worker given out ahead of the one awaited (finished
-    results do not pile up), and none given out once the caller stops early (an error, an
-    interrupt), which waits only for those under way."""
+    ``workers``: at most ``ahead`` calls a worker given out ahead of the one awaited
+    (finished results do not pile up), and none given out once the caller stops early (an
+    error, an interrupt), which waits only for those under way."""
     with fork_pool(workers) as pool:
         pending: deque[Future[T]] = deque()
         try:
             for args in calls:
                 pending.append(pool.submit(fn, *args))
-                if len(pending) >= 2 * workers:
+                if len(pending) >= ahead * workers:
                     yield pending.popleft().result()
             while pending:
                 yield pending.popleft().result()

@@ -7,7 +7,7 @@ a full run removes the pages of trials no longer reviewed.
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
 by stat, the options and the package's code); a page whose digest is unchanged is not
-rendered again.  Many pages are made on every core (``batch.run.fork_pool``): forked
+rendered again.  Many pages are made on every core (``batch.run.pooled_in_order``): forked
 workers are sent small batches of page inputs, a bounded number at a time; each names,
 digests and (when changed) renders and writes its pages and sends back only ``(name,
 digest, bytes, reused)``, so the step keeps a few hundred bytes per trial beside the review
@@ -23,16 +23,14 @@ import os
 import re
 import stat
 import time
-from collections import deque
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import orjson
 
 from bf_assets.batch.cache import code_digest, trial_fingerprint
-from bf_assets.batch.run import fork_pool
+from bf_assets.batch.run import pooled_in_order
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
@@ -282,14 +280,8 @@ def _pages(job: _Job, picked: Sequence[int]) -> Iterator[Made]:
     _JOB[:] = [job]
     gc.freeze()  # the workers' collector leaves the inherited objects (and their pages) alone
     try:
-        with fork_pool(workers) as pool:
-            pending: deque[Future[list[Made]]] = deque()
-            for b in batches:
-                pending.append(pool.submit(_batch, b))
-                if len(pending) >= workers * QUEUED:
-                    yield from pending.popleft().result()
-            while pending:
-                yield from pending.popleft().result()
+        for made in pooled_in_order(workers, _batch, ((b,) for b in batches), ahead=QUEUED):
+            yield from made
     finally:
         _JOB.clear()
         gc.unfreeze()

@@ -58,12 +58,12 @@ _TEXTS: list[CleanedTexts] = []
 
 
 def built_rows(
-    selected: Sequence[Candidate], *, steps: bool, workers: int | None = None
+    selected: Sequence[Candidate], *, steps: bool
 ) -> Iterator[tuple[Candidate, Outcome]]:
-    """Each candidate of ``selected`` with its outcome, in that order; ``steps``: keep each
-    trial's cleaned steps (the ``trl_sft`` config needs them); ``workers``: processes at most
-    (default every core)."""
-    most = min(workers or os.cpu_count() or 1, -(-len(selected) // BATCH))
+    """Each candidate of ``selected`` with its outcome, in that order (on every core for a
+    large release); ``steps``: keep each trial's cleaned steps (the ``trl_sft`` config needs
+    them)."""
+    most = min(os.cpu_count() or 1, -(-len(selected) // BATCH))
     if most <= 1 or len(selected) < PARALLEL_MIN_TRIALS:
         texts = CleanedTexts(RELEASE_TEXT_ENTRIES, RELEASE_TEXT_CHARS)
         for cand in selected:

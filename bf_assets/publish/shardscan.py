@@ -74,7 +74,8 @@ class _Piece(NamedTuple):
 # The text cache and object memo forked workers scan with (the caller's, set before the fork).
 _CACHES: list[tuple[TextCache, ScanMemo]] = []
 
-Result = tuple[list[Finding], list[RowKey], int]
+# a piece's findings, the (rollout_id, job, rollout) of each row read, and how many were read
+Result = tuple[list[Finding], list[tuple[Any, Any, Any]], int]
 
 
 def scan_shards(
@@ -83,11 +84,9 @@ def scan_shards(
     cache: TextCache,
     memo: ScanMemo,
     cap: int,
-    *,
-    workers: int | None = None,
 ) -> list[ShardScan]:
-    """Scan every row of the manifest records ``shards`` (in that order) in ``bundle``;
-    ``workers``: processes at most (default every core; 1 scans here)."""
+    """Scan every row of the manifest records ``shards`` (in that order) in ``bundle``, on
+    every core for a large bundle."""
     scans: list[ShardScan] = []
     pieces: list[_Piece] = []
     total = 0
@@ -96,7 +95,7 @@ def scan_shards(
         scans.append(scan)
         pieces.extend(_Piece(i, scan.rel, scan.config, g) for g in groups)
         total += rows
-    most = workers or os.cpu_count() or 1
+    most = os.cpu_count() or 1
     if min(most, len(pieces)) > 1 and total >= PARALLEL_MIN_ROWS:
         results: Iterator[Result] = _in_workers(bundle, pieces, cache, memo, cap, most)
     else:
@@ -114,7 +113,7 @@ def scan_shards(
                 p.config,
                 p.rel,
             )
-            for rid, job, rollout, _, _ in keys
+            for rid, job, rollout in keys
         )
         s.rows = (s.rows or 0) + n
     return scans
@@ -168,7 +167,7 @@ def _scan_piece(bundle: Path, p: _Piece, cache: TextCache, memo: ScanMemo, cap: 
     rows were read."""
     found: list[Finding] = []
     per_check: dict[str, int] = {}
-    keys: list[RowKey] = []
+    keys: list[tuple[Any, Any, Any]] = []
     read = 0
 
     def keep(fs: Sequence[Finding]) -> None:
@@ -197,8 +196,7 @@ def _scan_piece(bundle: Path, p: _Piece, cache: TextCache, memo: ScanMemo, cap: 
                     where = f"{p.rel} row {n}"
                     keep(scan_row(row, p.config, where=where, cache=cache, memo=memo))
                     keep(arguments_findings(row, p.config, where, cache))
-                    rid, job, rollout = row.get("rollout_id"), row.get("job"), row.get("rollout")
-                    keys.append(RowKey(rid, job, rollout, p.config, p.rel))
+                    keys.append((row.get("rollout_id"), row.get("job"), row.get("rollout")))
             read += n - before
     return found, keys, read
 
