@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
 import pandas as pd
@@ -59,7 +59,7 @@ def _chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[Pair]:
 class _Batch:
     refs: list[TrialRef]
     options: ReviewOptions
-    pool: ProcessPoolExecutor
+    pool: Executor
     futures: list[Future[list[Pair]]]
 
     def collect(self) -> list[Pair]:

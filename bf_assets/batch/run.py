@@ -35,7 +35,7 @@ from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
-    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures import Executor, Future
 
 T = TypeVar("T")
 
@@ -154,19 +154,25 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
     return most if more_to_come else min(most, max(1, n_refs // CHUNK))
 
 
-def fork_pool(workers: int) -> ProcessPoolExecutor:
-    """The worker pool of a review batch (fork where there is one: the workers share the
-    parent's imports).  Its workers are stopped by their parent, never by a signal meant for
-    it (:func:`_worker_start`)."""
+def fork_pool(workers: int) -> Executor:
+    """The worker pool of a review batch: forked workers where there is ``fork`` (they
+    share the parent's imports), a :class:`bf_assets.batch.forkpool.ForkPool`, which fails
+    its calls with ``WorkerLost`` the moment a worker ends unasked instead of waiting for it
+    for ever; elsewhere a spawning ``ProcessPoolExecutor``.  Its workers are stopped by
+    their parent, never by a signal meant for it (:func:`_worker_start`)."""
+    if sys.platform.startswith("linux"):
+        from bf_assets.batch.forkpool import ForkPool
+
+        _preload()
+        return ForkPool(workers, initializer=_worker_start, initargs=(os.getpid(),))
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    fork = sys.platform.startswith("linux")
-    if fork:
-        _preload()
-    ctx = multiprocessing.get_context("fork" if fork else "spawn")
     return ProcessPoolExecutor(
-        max_workers=workers, mp_context=ctx, initializer=_worker_start, initargs=(os.getpid(),)
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_start,
+        initargs=(os.getpid(),),
     )
 
 

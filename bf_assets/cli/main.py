@@ -429,7 +429,12 @@ def _command(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
-    except Exception:  # an internal error is exit 2, never 1
+    except Exception as exc:  # an internal error is exit 2, never 1
+        from concurrent.futures import BrokenExecutor
+
+        if isinstance(exc, BrokenExecutor):  # a worker process was lost (killed, out of memory)
+            sys.stderr.write(f"bf-assets: stopped: {exc}\n")
+            return EXIT_ERROR
         import traceback  # only here: its import is not on the review path
 
         sys.stderr.write("bf-assets: internal error\n")
