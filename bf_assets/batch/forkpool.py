@@ -237,8 +237,8 @@ class ForkPool(Executor):
             raise TypeError("ForkPool.submit takes positional arguments only")
         fut: Future[Any] = Future()
         with self._lock:
-            if self._broken is not None:
-                raise self._broken
+            if self._broken is not None:  # a new exception: the first keeps its traceback
+                raise WorkerLost(str(self._broken))
             if self._closing:
                 raise RuntimeError("cannot submit to a pool that was shut down")
             self._queue.append((fut, fn, args))
@@ -302,25 +302,38 @@ class ForkPool(Executor):
                         return
 
     def _give_out(self) -> None:
-        for w in self._workers:
-            while len(w.inflight) < DEPTH:
-                with self._lock:
-                    if not self._queue or self._broken is not None:
+        """One call to each worker without one, then a second to each while enough calls
+        wait for every worker to get one (near the end a call is not parked behind a long
+        one while another worker has nothing to do)."""
+        for depth in range(1, DEPTH + 1):
+            for w in self._workers:
+                while len(w.inflight) < depth:
+                    if not self._give_one(w, depth):
                         return
-                    fut, fn, args = self._queue.popleft()
-                if not fut.set_running_or_notify_cancel():
-                    continue  # cancelled while it waited
-                try:
-                    data = _dumps((fn, args))
-                except BaseException as exc:
-                    fut.set_exception(exc)
-                    continue
-                w.out.append(memoryview(_HEAD.pack(len(data))))
-                w.out.append(memoryview(data))
-                w.inflight.append((fut, _name(fn)))
-                if not w.writing:
-                    w.writing = True
-                    self._sel.modify(w.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, w)
+
+    def _give_one(self, w: _Worker, depth: int) -> bool:
+        """The next call waiting, given to ``w``; False when none is to be given now."""
+        while True:
+            with self._lock:
+                if self._broken is not None or not self._queue:
+                    return False
+                if depth > 1 and len(self._queue) < len(self._workers):
+                    return False
+                fut, fn, args = self._queue.popleft()
+            if not fut.set_running_or_notify_cancel():
+                continue  # cancelled while it waited
+            try:
+                data = _dumps((fn, args))
+            except BaseException as exc:
+                fut.set_exception(exc)
+                continue
+            w.out.append(memoryview(_HEAD.pack(len(data))))
+            w.out.append(memoryview(data))
+            w.inflight.append((fut, _name(fn)))
+            if not w.writing:
+                w.writing = True
+                self._sel.modify(w.sock, selectors.EVENT_READ | selectors.EVENT_WRITE, w)
+            return True
 
     def _write(self, w: _Worker) -> bool:
         while w.out:
