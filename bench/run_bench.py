@@ -99,6 +99,10 @@ SMALL_MAX_CPU_RATIO = 1.0
 RELEASE_MAX_RSS_GROWTH = 1.5
 SCALE_MAX_GROWTH = 1.5
 DAGSTER_MAX_RATIO = 2.0
+# release-scale also measures a release of this many trials: what a release costs before its
+# trials (importing Dagster, the instance, the runs, the published folder), set beside the
+# 2x budget of each size and the cost of each trial more
+FLOOR_TRIALS = 1
 CACHE_MIN_SPEEDUP = 10.0
 
 TRACEBACK_MARKER = b"Traceback (most recent call last)"
@@ -1434,6 +1438,9 @@ class Bench:
         for n in self.sizes.release:
             rows.append(self._release_point(self.corpora.trials(n)))
         print_release_summary(rows)
+        floor_row = self._floor_point()
+        floor = release_floor(floor_row, rows)
+        print_release_floor(floor)
         series = {int(row["trials"]): {s["key"]: s for s in row["stats"]} for row in rows}
         self.figures["release"] = series
         first = rows[0]["trials"] if rows else 0
@@ -1465,10 +1472,22 @@ class Bench:
                 if self.tools.fresh_instance
                 else "copy of an initialised one",
                 "sizes": rows,
+                "floor": {**floor, "run": floor_row},
                 "targets": [{**asdict(t), "verdict": t.verdict} for t in targets],
             },
             self.context,
         )
+
+    def _floor_point(self) -> dict[str, Any]:
+        """A published release of ``FLOOR_TRIALS`` trials (healthy, exported, with their plan
+        and task tree, so every step runs as in a real release), against their review."""
+        if self.corpora.fixture_job is not None:
+            return self._release_point(
+                self.corpora.trials(FLOOR_TRIALS), about="the release's fixed cost, "
+            )
+        corpus = self.corpora.exportable(FLOOR_TRIALS)
+        extra = ["--plan", str(corpus.root / EXPORT_PLAN), "--tasks", str(corpus.root / "tasks")]
+        return self._release_point(corpus, extra, "the release's fixed cost, ")
 
     def release_export(self) -> None:
         """``release-scale`` on corpora whose healthy trials are all exported (the curation,
@@ -1735,6 +1754,54 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
     phases = bench_module("phases")
     for row in rows:
         print(f"  {row['trials']:>8,}  {phases.describe(row.get('phases'))}")
+
+
+def release_floor(floor_row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The release's fixed cost (the wall time of a release and a review of ``FLOOR_TRIALS``
+    trials) and, for each size of the series, the 2x budget (twice the review), the share of
+    it the fixed cost takes, and the cost of each trial more: ``(wall(n) - wall(floor)) /
+    (n - floor)`` for the release and the review, and their ratio (what the release would
+    be against the review with no fixed cost at all)."""
+    one = {s["key"]: s for s in floor_row["stats"]}
+    rel1, rev1 = one["release"]["wall_median_s"], one["review"]["wall_median_s"]
+    n1 = int(floor_row["trials"])
+    sizes = []
+    for row in rows:
+        n = int(row["trials"])
+        by = {s["key"]: s for s in row["stats"]}
+        rel, rev = by["release"]["wall_median_s"], by["review"]["wall_median_s"]
+        if None in (rel, rev, rel1, rev1) or n <= n1:
+            continue
+        budget = DAGSTER_MAX_RATIO * rev
+        per_rel = (rel - rel1) / (n - n1)
+        per_rev = (rev - rev1) / (n - n1)
+        sizes.append(
+            {
+                "trials": n,
+                "budget_s": budget,
+                "fixed_share_of_budget": rel1 / budget if budget > 0 else None,
+                "release_ms_per_trial": 1000 * per_rel,
+                "review_ms_per_trial": 1000 * per_rev,
+                "per_trial_ratio": ratio(per_rel, per_rev),
+            }
+        )
+    return {"trials": n1, "release_s": rel1, "review_s": rev1, "sizes": sizes}
+
+
+def print_release_floor(floor: dict[str, Any]) -> None:
+    print(
+        f"\n  the release's fixed cost: {floor['trials']:,} trial(s) take "
+        f"{fmt_s(floor['release_s'])} to release and {fmt_s(floor['review_s'])} to review"
+    )
+    for row in floor["sizes"]:
+        share = row["fixed_share_of_budget"]
+        pct = "-" if share is None else f"{100 * share:.0f} %"
+        print(
+            f"  {row['trials']:>8,}  {DAGSTER_MAX_RATIO:g}x budget {fmt_s(row['budget_s'])}, "
+            f"the fixed cost alone {pct} of it; each trial more: release "
+            f"{row['release_ms_per_trial']:.2f} ms, review {row['review_ms_per_trial']:.2f} ms "
+            f"({fmt_x(row['per_trial_ratio'])})"
+        )
 
 
 # --------------------------------------------------------------------------------------------

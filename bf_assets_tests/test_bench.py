@@ -179,3 +179,37 @@ def test_a_measured_release_says_where_its_time_went(tmp_path: Path) -> None:
     wall = row["runs"]["release"][0]["wall_s"]
     assert 0 < where["release_job_s"] < wall and where["outside_runs_s"] < wall
     assert "where the time went" in done.stdout
+    floor = json.loads((tmp_path / "results" / "release-scale.quick.json").read_text())["floor"]
+    assert floor["trials"] == 1 and floor["release_s"] > 0 and floor["review_s"] > 0
+    assert [r["trials"] for r in floor["sizes"]] == [40]
+    assert floor["run"]["runs"]["release"][0]["failure"] is None
+    assert "the release's fixed cost: 1 trial(s) take" in done.stdout
+
+
+def _point(trials: int, release_s: float, review_s: float) -> dict[str, object]:
+    return {
+        "trials": trials,
+        "stats": [
+            {"key": "release", "wall_median_s": release_s},
+            {"key": "review", "wall_median_s": review_s},
+        ],
+    }
+
+
+def test_the_release_floor_sets_the_fixed_cost_beside_each_budget() -> None:
+    rb = run_bench()
+    floor = rb.release_floor(
+        _point(1, 2.0, 0.1), [_point(1001, 6.0, 1.1), _point(10001, 42.0, 10.1), _point(1, 2, 0)]
+    )
+    assert (floor["trials"], floor["release_s"], floor["review_s"]) == (1, 2.0, 0.1)
+    small, large = floor["sizes"]  # a size no larger than the floor's has no marginal cost
+    assert small["budget_s"] == pytest.approx(2.2)
+    assert small["fixed_share_of_budget"] == pytest.approx(2.0 / 2.2)
+    assert small["release_ms_per_trial"] == pytest.approx(4.0)
+    assert small["review_ms_per_trial"] == pytest.approx(1.0)
+    assert small["per_trial_ratio"] == pytest.approx(4.0)
+    assert large["fixed_share_of_budget"] == pytest.approx(2.0 / 20.2)
+    assert large["per_trial_ratio"] == pytest.approx(4.0)
+    missing = _point(1, 2.0, 0.1)
+    missing["stats"][0]["wall_median_s"] = None  # type: ignore[index]
+    assert rb.release_floor(missing, [_point(1001, 6.0, 1.1)])["sizes"] == []
