@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,9 +45,11 @@ def _runs(db: Path) -> list[tuple[str, str]]:
         return []
 
 
-def _release(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
+def _release(tmp_path: Path, driver: str | None = None) -> tuple[subprocess.Popen[str], Path, Path]:
     """A real ``bf-assets release`` of six job directories (one ingest run each), in a
-    process group of its own: the process, its runs database and its ``--out``."""
+    process group of its own: the process, its runs database and its ``--out``.  With
+    ``driver``: that Python source runs instead of ``-m bf_assets.cli.main`` (it gets the
+    release's arguments in ``sys.argv[1:]``)."""
     jobs = _corpus(tmp_path / "work")
     home = tmp_path / "home"
     home.mkdir()
@@ -61,9 +64,9 @@ def _release(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path]:
         INGEST_RUN_TRIALS_ENV: "100",  # one run per job directory: six runs
         "PYTHONPATH": str(REPO),
     }
+    start = ["-c", driver] if driver is not None else ["-m", "bf_assets.cli.main"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bf_assets.cli.main", "release", "--runs", str(jobs)]
-        + ["--out", str(out)],
+        [sys.executable, *start, "release", "--runs", str(jobs), "--out", str(out)],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -151,4 +154,50 @@ def test_a_release_stopped_during_its_release_job_says_interrupted(
     assert err.endswith("bf-assets: interrupted\n") or proc.returncode == -signal.SIGTERM, err[
         -2000:
     ]
+    _ended_whole(proc, out)
+
+
+# A release whose review worker is killed outright once (the out-of-memory killer, kill -9):
+# the first trial a worker (not the release's own process) reviews ends it.
+LOST_WORKER = textwrap.dedent(
+    """
+    import os, signal, sys
+    import bf_assets.batch.inventory as inventory
+
+    main_pid, real = os.getpid(), inventory.inventory_review
+    marker = os.path.join(os.getcwd(), "worker-killed")
+
+    def lost(ref, options):
+        if os.getpid() != main_pid:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                pass
+            else:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real(ref, options)
+
+    inventory.inventory_review = lost
+    from bf_assets.cli.main import main
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked workers")
+def test_a_release_whose_review_worker_is_killed_fails_and_publishes_nothing(
+    tmp_path: Path,
+) -> None:
+    """It used to wait for ever: the standard pool asked the other worker, which ignores
+    SIGTERM, to stop and waited for it."""
+    proc, db, out = _release(tmp_path, LOST_WORKER)
+    try:
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert (tmp_path / "worker-killed").exists(), err[-2000:]  # a worker was killed
+    assert proc.returncode == 2, err[-2000:]
+    assert "the release failed" in err and "killed by SIGKILL" in err, err[-2000:]
+    assert not any(job == "release_job" for job, _ in _runs(db))
     _ended_whole(proc, out)

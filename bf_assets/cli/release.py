@@ -151,8 +151,15 @@ def _release_outcome(res: Any) -> dict[str, Any]:
 
 
 def _failure_text(event: Any) -> str:
-    """The first line of a step failure's error (its message, never the stack)."""
+    """The first line of a step failure's error (its message, never the stack): of the
+    error the step's code raised (the innermost cause), not of Dagster's wrapper ("Error
+    occurred while executing op ...", which names no reason)."""
     err = getattr(event.event_specific_data, "error", None)
+    for _ in range(16):  # a cause chain is short; never follow a cycle
+        cause = getattr(err, "cause", None)
+        if cause is None or not str(getattr(cause, "message", "") or "").strip():
+            break
+        err = cause
     text = str(getattr(err, "message", "") or event.message or "").strip()
     return text.splitlines()[0] if text else ""
 
