@@ -40,6 +40,10 @@ def _fail(x: int) -> int:
     raise ValueError(f"bad {x}")
 
 
+def _unpicklable() -> object:
+    return lambda: None  # a result that cannot be sent back
+
+
 def _pid_after(delay: float) -> int:
     time.sleep(delay)
     return os.getpid()
@@ -84,6 +88,12 @@ def test_results_and_errors_come_back_and_the_pool_goes_on() -> None:
             failed.result(WAIT_S)
         assert "_fail" in str(info.value.__cause__)  # the worker's traceback comes along
         assert after.result(WAIT_S) == 81
+        # what cannot be pickled fails its own call, either way, and the pool goes on
+        with pytest.raises(RuntimeError, match="result could not be sent"):
+            pool.submit(_unpicklable).result(WAIT_S)
+        with pytest.raises(Exception, match="pickle"):
+            pool.submit(_square, lambda: None).result(WAIT_S)
+        assert pool.submit(_square, 5).result(WAIT_S) == 25
         big = pool.submit(_big, 64 << 20)  # larger than any socket buffer, both ways
         assert big.result(WAIT_S) == _big(64 << 20)
         assert pool.submit(len, _big(32 << 20)).result(WAIT_S) == 32 << 20
