@@ -1481,13 +1481,11 @@ class Bench:
     def _floor_point(self) -> dict[str, Any]:
         """A published release of ``FLOOR_TRIALS`` trials (healthy, exported, with their plan
         and task tree, so every step runs as in a real release), against their review."""
+        about = "the release's fixed cost, "
         if self.corpora.fixture_job is not None:
-            return self._release_point(
-                self.corpora.trials(FLOOR_TRIALS), about="the release's fixed cost, "
-            )
+            return self._release_point(self.corpora.trials(FLOOR_TRIALS), about=about)
         corpus = self.corpora.exportable(FLOOR_TRIALS)
-        extra = ["--plan", str(corpus.root / EXPORT_PLAN), "--tasks", str(corpus.root / "tasks")]
-        return self._release_point(corpus, extra, "the release's fixed cost, ")
+        return self._release_point(corpus, _export_args(corpus), about)
 
     def release_export(self) -> None:
         """``release-scale`` on corpora whose healthy trials are all exported (the curation,
@@ -1502,14 +1500,8 @@ class Bench:
         rows: list[dict[str, Any]] = []
         for n in self.sizes.export:
             corpus = self.corpora.exportable(n)
-            extra = [
-                "--plan",
-                str(corpus.root / EXPORT_PLAN),
-                "--tasks",
-                str(corpus.root / "tasks"),
-            ]
             cells = f"{corpus.stats.get('plan_cells', '?')} planned cells, "
-            rows.append(self._release_point(corpus, extra, cells))
+            rows.append(self._release_point(corpus, _export_args(corpus), cells))
         print_release_summary(rows)
         write_results(
             self.args.results,
@@ -1754,6 +1746,11 @@ def print_release_summary(rows: list[dict[str, Any]]) -> None:
     phases = bench_module("phases")
     for row in rows:
         print(f"  {row['trials']:>8,}  {phases.describe(row.get('phases'))}")
+
+
+def _export_args(corpus: Corpus) -> list[str]:
+    """The plan and task tree an ``exportable`` corpus is released and reviewed with."""
+    return ["--plan", str(corpus.root / EXPORT_PLAN), "--tasks", str(corpus.root / "tasks")]
 
 
 def release_floor(floor_row: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -165,6 +165,14 @@ class _Worker:
             self.status = status
         return True
 
+    def wait(self, deadline: float) -> bool:
+        """Whether it has ended by ``deadline`` (a ``time.monotonic()`` value)."""
+        while not self.ended():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
     def how(self) -> str:
         if self.status is None:
             return "its connection closed"
@@ -366,17 +374,13 @@ class ForkPool(Executor):
                 self._lost(w)
                 return False
             w.got += k
-            if w.body is None:
-                if w.got == _HEAD.size:
-                    w.body, w.got = bytearray(_HEAD.unpack(w.head)[0]), 0
-                    if not w.body:
-                        self._answer(w, b"")
-            elif w.got == len(w.body):
+            if w.body is None and w.got == _HEAD.size:  # the head: the body's size
+                w.body, w.got = bytearray(_HEAD.unpack(w.head)[0]), 0
+            if w.body is not None and w.got == len(w.body):  # a whole result
                 body, w.body, w.got = w.body, None, 0
                 self._answer(w, body)
 
-    def _answer(self, w: _Worker, body: bytes | bytearray) -> None:
-        w.body, w.got = None, 0
+    def _answer(self, w: _Worker, body: bytearray) -> None:
         fut, name = w.inflight.popleft()
         try:
             msg = pickle.loads(body)
@@ -392,9 +396,7 @@ class ForkPool(Executor):
         fut.set_exception(exc)
 
     def _lost(self, w: _Worker) -> None:
-        deadline = time.monotonic() + 1.0
-        while not w.ended() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        w.wait(time.monotonic() + 1.0)  # for its exit status
         running = ", ".join(sorted({name for _, name in w.inflight})) or "nothing"
         self._break(
             WorkerLost(
@@ -441,13 +443,10 @@ class ForkPool(Executor):
                 w.sock.close()
         deadline = time.monotonic() + JOIN_S
         for w in self._workers:
-            while not w.ended():
-                if time.monotonic() >= deadline:
-                    self._kill(w)
-                    with contextlib.suppress(ChildProcessError):
-                        _, w.status = os.waitpid(w.pid, 0)
-                    break
-                time.sleep(0.005)
+            if not w.wait(deadline):
+                self._kill(w)
+                with contextlib.suppress(ChildProcessError):
+                    _, w.status = os.waitpid(w.pid, 0)
 
 
 def _frame_none() -> bytes:
