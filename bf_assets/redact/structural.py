@@ -1,0 +1,1063 @@
+"""Secrets found by their structure, with no vendor name.
+
+The vendor rules (:mod:`bf_assets.redact.generic`, gitleaks) know the formats someone wrote
+down; these rules find the credentials nobody listed, by what every credential looks like:
+
+* ``structural-token``: a short prefix, one or more separators and a random body
+  (``abcd_...``, ``ab-cd-...``, ``abc1_xy_...``) anywhere in text; the body must look random
+  (length, entropy, letters and digits interleaved), and ids that only look like this
+  (tool-call, message and completion ids, rollout ids, hashes named by their algorithm,
+  bundle file names) are left alone;
+* ``credential-assignment``: a value next to a credential word (key, token, secret, password,
+  auth, signature, credential, ...) in any syntax: env, YAML (a list under the key too),
+  JSON, XML elements and attributes, INI, ``.netrc``, URL userinfo and query parameters in
+  any position, code calls (``auth=("u", "p")``, ``BasicAuth("u", "p")``), a ``name``/``key``
+  entry naming a credential followed by its ``value``, markdown and HTML tables.  A value
+  must look random unless the word is a password's (a human password is short and plain);
+* ``secret-flag``: command-line flags that take a secret, from a table of flag meanings per
+  tool (``mysql -p...``, ``redis-cli -a``, ``htpasswd -b``, ``openssl -k``/``-pass pass:``,
+  ``gh secret set --body``, ``docker login -p``, ``sshpass -p``, ``curl -u u:p``, ...) and the
+  long flags every tool spells alike (``--password``, ``--token``, ``--api-key``, ...);
+* ``private-key``: PEM armour whose lines are separated by junk (``<br>``, ``> `` quoting,
+  literal ``\\n``, string concatenation), and bare DER bodies (base64 of a PKCS#1, PKCS#8,
+  SEC1, encrypted PKCS#8 or PKCS#12 structure, recognised by decoding its first bytes);
+  opaque binary base64 blobs with no file signature (a bare session token) are
+  ``structural-token`` too.
+
+Values known to be safe are kept byte for byte: UUIDs, hex digests, ``sha256:`` and
+``sha512-`` digests, data URIs, file paths, identifiers, placeholders and our own markers.
+
+Every rule is gated: by keywords in the engine's automaton, or (the token and blob rules,
+which have no keyword) by one compiled regex over the text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+from bf_assets.redact.engine import Context, Rule, is_marker
+
+KIND_TOKEN = "structural-token"
+KIND_ASSIGN = "credential-assignment"
+KIND_FLAG = "secret-flag"
+KIND_KEY = "private-key"
+
+_A = re.ASCII
+
+
+def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, _A | flags)
+
+
+def entropy(data: str) -> float:
+    n = len(data)
+    if not n:
+        return 0.0
+    return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
+
+
+# --------------------------------------------------------------------------- value shapes
+
+_UUID = _rx(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_HEX = _rx(r"(?:0x)?[0-9a-fA-F]+")
+_DIGEST = _rx(r"(?i)(?:sha\d*|md5|blake2[bs]?|sha3-\d+|crc32)[:\-=]")
+_NUMBER = _rx(r"[+-]?\d[\d.,_:eE+-]*")
+_PLACEHOLDER = _rx(
+    r"(?i)(?:|null|none|nil|true|false|undefined|yes|no|on|off|required|optional|string|str|"
+    r"int|integer|bool|boolean|number|secret|password|token|redacted|hidden|masked|empty|"
+    r"changeme|example|dummy|placeholder|sample|test|todo|tbd|n/?a|\*+|x{3,}|\.{2,}|"
+    r"[x*#•]+|<[^<>]*>|\[[^\[\]]*\]|\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_][A-Za-z0-9_]*|"
+    r"\{\{.*\}\}|\{[A-Za-z_][A-Za-z0-9_.]*\}|%[A-Za-z_][A-Za-z0-9_]*%|"
+    r"(?:your|my|the|an?|some|insert|enter|put|replace|add)[-_ ].*|.*[-_ ](?:here|goes|placeholder)|"
+    r"(?:sk|pk|key|token|secret)[-_]?(?:x+|\*+|\.+|0+|1234.*|abc.*|test|example|dummy|fake|xxx.*))"
+)
+_CODE = _rx(
+    r"(?:os\.(?:environ|getenv)|process\.env|getenv|env(?:iron)?\[|System\.getenv|"
+    r"ENV\[|Deno\.env|import\.meta\.env|self\.|this\.|config\.|settings\.|args\.|"
+    r"secrets\.|vars\.|inputs\.|params\.|req\.|request\.|ctx\.|options\.|opts\.)"
+)
+_IDENT_WORDS = _rx(r"_*[A-Za-z]+(?:[_\-. ][A-Za-z]+)*")  # words joined: an identifier or prose
+_CAMEL_PIECES = _rx(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PATHLIKE = _rx(r"(?:[~.]{0,2}/|[A-Za-z]:\\|\\\\)[^\s]*|[^\s/]+(?:/[^\s/]+)+/?")
+_FILE_EXT = _rx(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
+_EMAIL = _rx(r"[^@\s]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+_URLISH = _rx(r"(?i)(?:[a-z][a-z0-9+.-]*:)?//")
+
+
+def is_placeholder(value: str) -> bool:
+    """Values that stand for a secret without being one (``${VAR}``, ``<token>``, ``xxxx``,
+    ``your-api-key``, our markers, an environment lookup)."""
+    v = value.strip()
+    return (
+        not v
+        or is_marker(v)
+        or bool(_PLACEHOLDER.fullmatch(v))
+        or bool(_CODE.match(v))
+        or v.startswith(("$", "`", "%"))
+    )
+
+
+def is_safe_shape(value: str) -> bool:
+    """Values known to be safe whatever word they sit next to: UUIDs, hex digests,
+    ``algo:``/``algo-`` digests, numbers, data/image URIs, URLs, paths, e-mail addresses."""
+    v = value
+    return bool(
+        _UUID.fullmatch(v)
+        or _NUMBER.fullmatch(v)
+        or _DIGEST.match(v)
+        or v.startswith(("data:", "image/", "blob:"))
+        or _URLISH.match(v)
+        or _EMAIL.fullmatch(v)
+        or (_PATHLIKE.fullmatch(v) and not _looks_base64_run(v))
+    )
+
+
+def _looks_base64_run(v: str) -> bool:
+    """A path-like value that is really base64 (``/`` and ``+`` inside a random run)."""
+    if " " in v or "." in v.rsplit("/", 1)[-1][-6:]:
+        return False
+    parts = [p for p in v.split("/") if p]
+    return len(v) >= 16 and any(_random_piece(p) for p in parts) and not v.startswith(("/", "~"))
+
+
+_WORD_NUMBER = _rx(r"[A-Za-z]+\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
+
+
+def _is_wordish(piece: str) -> bool:
+    """A piece of an identifier that reads as a word, a number or a version."""
+    n = len(piece)
+    if n <= 3:
+        return True
+    if piece.isdigit():
+        return n <= 14
+    if piece.isalpha():
+        if piece.islower() or piece.isupper() or piece[1:].islower():
+            return True
+        pieces = _CAMEL_PIECES.findall(piece)
+        return sum(len(p) for p in pieces) / max(1, len(pieces)) >= 3
+    # letters then a few digits (python3, gpt4o, v20240229), or digits then letters (32b)
+    return bool(_WORD_NUMBER.fullmatch(piece))
+
+
+def _transitions(piece: str) -> int:
+    """How often the character class (lower, upper, digit) changes along ``piece``."""
+    last, n = "", 0
+    for c in piece:
+        k = "d" if c.isdigit() else "u" if c.isupper() else "l" if c.islower() else "o"
+        if last and k != last:
+            n += 1
+        last = k
+    return n
+
+
+def _random_piece(piece: str) -> bool:
+    """A piece that reads as random: long enough, and classes interleaved as in a random
+    draw (a word, a number, a version or camelCase does not)."""
+    n = len(piece)
+    if n < 8 or _is_wordish(piece):
+        return False
+    return _transitions(piece) >= max(3, n // 6)
+
+
+def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool:
+    """``value`` reads as a random credential: long, high entropy, classes interleaved, not
+    words joined (an identifier), not a safe shape.  Hex is random only when ``hex_ok``."""
+    core = re.sub(r"[^A-Za-z0-9]", "", value)
+    if len(core) < min_len or len(value) > 4096:
+        return False
+    if _HEX.fullmatch(core):
+        return hex_ok and len(core) >= 16 and _transitions(core) >= len(core) // 6
+    if _IDENT_WORDS.fullmatch(value) and _is_wordish_all(value):
+        return False
+    pieces = [p for p in re.split(r"[^A-Za-z0-9]+", value) if p]
+    rand = sum(len(p) for p in pieces if _random_piece(p) or (len(p) >= 4 and _HEX_MIX(p)))
+    if rand < min(12, len(core)):
+        return False
+    ent = entropy(core)
+    return ent >= min(3.3, math.log2(len(core)) - 0.7)
+
+
+def _HEX_MIX(piece: str) -> bool:  # noqa: N802 - a predicate used like a pattern
+    return bool(_HEX.fullmatch(piece)) and _transitions(piece) >= 3
+
+
+def _is_wordish_all(value: str) -> bool:
+    return all(_is_wordish(p) for p in re.split(r"[^A-Za-z0-9]+", value) if p)
+
+
+def looks_password(value: str) -> bool:
+    """A value under a password's word: any non-placeholder that is not code, a path or a
+    single plain word (``hunter2`` is one, ``required`` and ``string`` are not)."""
+    v = value.strip()
+    if len(v) < 4 or len(v) > 512 or is_placeholder(v) or is_safe_shape(v):
+        return False
+    if _IDENT_WORDS.fullmatch(v) and " " not in v:
+        return False  # a plain word or identifier (``password: required``)
+    if " " in v and len(v.split()) > 3:
+        return False  # prose
+    return not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*\(.*\)?", v)  # a call
+
+
+# --------------------------------------------------------------------------- tokens
+
+# A token: letters first, separators inside, 16+ characters, nothing glued either side that
+# would make it a piece of a longer word, path, base64 run or e-mail address.
+_TOKEN = _rx(
+    r"(?<![A-Za-z0-9_\-./+@%\\])(?:\\[nrt])?"
+    r"([A-Za-z][A-Za-z0-9]{0,15}[_\-][A-Za-z0-9_\-]{14,600})(?![A-Za-z0-9_\-+/@])"
+)
+# ids that only look like credentials: API object ids, our contract's ids, digests named by
+# their algorithm, build and cache names
+_ID_PREFIXES = frozenset(
+    ["call", "toolu", "srvtoolu", "msg", "msgbatch", "chatcmpl", "cmpl", "req", "request", "resp", "response", "run", "file", "asst", "thread", "batch", "ft", "ftjob", "org", "user", "proj", "item", "fc", "rs", "ws", "mcp", "ctc", "cua", "ci", "ig", "lc", "gen", "conv", "vs", "vsfb", "step", "span", "trace", "evt", "cus", "pi", "ch", "in", "sub", "prod", "price", "acct", "txn", "src", "pm", "seti", "si", "ii", "py", "tool", "toolcall", "tc", "task", "trial", "job", "rollout", "session", "sess", "id", "uuid", "guid", "build", "commit", "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3", "md5", "blake2b", "hash", "digest", "checksum", "etag", "rev", "revision", "ver", "version", "node", "pod", "container", "layer", "blob", "img", "image", "obj", "object", "doc", "page", "ref", "tmp", "temp", "cache", "test", "mock", "dummy", "example", "fake", "sample", "data", "css", "sc", "chunk", "app", "main", "index", "vendor", "polyfills", "runtime", "styles", "workbox", "framework", "webpack", "module", "pkg", "package", "lib", "release", "tag", "branch", "feature", "fix", "bugfix", "hotfix", "dependabot", "renovate", "snyk", "run_id", "event", "thread_id", "block", "cell", "node_id", "tx", "sig", "nonce", "salt", "iv", "seed", "i", "vpc", "subnet", "sg", "ami", "vol", "snap", "eni", "igw", "rtb", "acl", "nat", "eipalloc", "lt", "sandbox"]
+)
+_CRED_PREFIX = _rx(
+    r"(?i)(?:.*[^a-z])?(?:[a-z]*(?:key|token|tok|secret|sec|pat|api|auth|cred|pass)|sk|pk|rk|ak)$"
+)
+_ROLLOUT_ID = _rx(r"[A-Za-z0-9][A-Za-z0-9._-]*__[A-Za-z0-9]{4,12}")
+
+
+def _prefix_split(token: str) -> tuple[str, str] | None:
+    """``(prefix, body)``: the leading short word pieces (each ended by a separator) and the
+    rest, or ``None`` when the token has no word-like prefix."""
+    parts = re.split(r"([_\-]+)", token)
+    prefix = ""
+    i = 0
+    while i + 1 < len(parts) and len(prefix) < 24:
+        piece = parts[i]
+        if not piece or len(piece) > 12 or _random_piece(piece):
+            break
+        if i > 0 and (len(piece) > 8 or not piece.isalnum()):
+            break
+        prefix += piece + parts[i + 1]
+        i += 2
+        # stop once what follows is long and random (the body begins)
+        if i < len(parts) and (_random_piece(parts[i]) or len(parts[i]) >= 12):
+            break
+    body = "".join(parts[i:])
+    if not prefix or len(body) < 12:
+        return None
+    return prefix, body
+
+
+_DIGEST_LENGTHS = frozenset((*range(7, 13), 16, 20, 32, 40, 56, 64, 96, 128))
+
+
+def token_is_credential(token: str) -> bool:
+    """A prefixed token whose body reads as a random credential."""
+    if _ROLLOUT_ID.fullmatch(token):
+        return False
+    split = _prefix_split(token)
+    if split is None:
+        return False
+    prefix, body = split
+    words = [w for w in re.split(r"[_\-]+", prefix.lower()) if w]
+    if not words or words[0] in _ID_PREFIXES or "".join(words) in _ID_PREFIXES:
+        return False
+    first = prefix.split("_")[0].split("-")[0]
+    if not (first.isalnum() and first[0].isalpha() and (first.islower() or first.isupper())):
+        return False  # a vendor's code is one case (``Ab3_...`` is a piece of base64)
+    cred = bool(_CRED_PREFIX.match(prefix.rstrip("_-")))
+    if _UUID.fullmatch(body):
+        return cred
+    core = re.sub(r"[^A-Za-z0-9]", "", body)
+    hexy = bool(_HEX.fullmatch(core))
+    if hexy:  # a hex body is a key after a code (short, or with a digit) or a credential word
+        if any(p.isdigit() and len(p) >= 10 for p in re.split(r"[_\-]+", body)):
+            return False  # ``name-<timestamp>-<hex>``: an id with a clock in it
+        # after a word (``build-``, ``commit-``), a digest's length is a digest
+        code = len(words[0]) <= 4 or any(c.isdigit() for c in prefix)
+        code = code or not any(c in "aeiouy" for c in words[0])
+        digest = len(core) in _DIGEST_LENGTHS
+        return (cred or code or not digest) and looks_random(body, hex_ok=True)
+    return looks_random(body, min_len=16)
+
+
+def _ends_in_extension(text: str, end: int) -> bool:
+    """The token is a file name: ``.ext`` follows (a sentence's full stop does not count)."""
+    m = re.match(r"\.[A-Za-z][A-Za-z0-9]{0,5}\b", text[end : end + 8])
+    return bool(m) and not text[end + 1 : end + 2].isupper()
+
+
+_DIGEST_BEFORE = _rx(
+    r"(?i)(?:sha\d*|md5|blake2[bs]?|integrity|digest|hash)[\"']?[=:\- ]{1,3}[\"']?\Z"
+)
+
+
+def find_tokens(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    text = ctx.text
+    if len(text) < 16:
+        return
+    for m in _TOKEN.finditer(text):
+        token = m.group(1)
+        if not any(c.isdigit() for c in token) and token.islower():
+            continue
+        if _ends_in_extension(text, m.end()) or _DIGEST_BEFORE.search(
+            text, max(0, m.start() - 16), m.start()
+        ):
+            continue
+        if token_is_credential(token):
+            yield m.span(1)
+
+
+# --------------------------------------------------------------------------- opaque blobs
+
+_BLOB = _rx(r"(?<![A-Za-z0-9+/=_\-,:.])[A-Za-z0-9+/_-]{100,8192}={0,2}(?![A-Za-z0-9+/=_-])")
+_MAGIC = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"RIFF",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"BZh",
+    b"\xfd7zXZ",
+    b"\x28\xb5\x2f\xfd",
+    b"\x00asm",
+    b"\x7fELF",
+    b"OggS",
+    b"ID3",
+    b"fLaC",
+    b"wOF",
+    b"\x00\x01\x00\x00",
+    b"OTTO",
+    b"II*\x00",
+    b"MM\x00*",
+    b"BM",
+    b"\x00\x00\x01\x00",
+)
+
+
+def _b64decode(s: str) -> bytes | None:
+    s = s.rstrip("=")
+    try:
+        if "-" in s or "_" in s:
+            return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+        return base64.b64decode(s + "=" * (-len(s) % 4))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _printable_ratio(raw: bytes) -> float:
+    if not raw:
+        return 1.0
+    ok = sum(1 for b in raw if 32 <= b < 127 or b in (9, 10, 13))
+    return ok / len(raw)
+
+
+def find_blobs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    """Opaque binary base64 of a credential's size with no file signature (a session
+    token); text, images, archives, fonts and DER structures are left to their own rules."""
+    text = ctx.text
+    if len(text) < 100:
+        return
+    for m in _BLOB.finditer(text):
+        s = m.group(0)
+        if text[max(0, m.start() - 8) : m.start()].lower().endswith(("base64,", "base64 ")):
+            continue
+        if "+" not in s and "/" not in s and "-" not in s and "_" not in s:
+            if s.isalnum() and _HEX.fullmatch(s):
+                continue
+        raw = _b64decode(s)
+        if raw is None or len(raw) < 60:
+            continue
+        if raw.startswith(_MAGIC) or raw[4:8] == b"ftyp" or raw[:1] == b"\x30":
+            continue
+        if _printable_ratio(raw) > 0.85:
+            continue
+        if entropy(s.rstrip("=")) < 5.0:
+            continue
+        yield m.span()
+
+
+# --------------------------------------------------------------------------- private keys
+
+_ARMOUR_HEAD = _rx(
+    r"-{3,5}[ \t]*BEGIN[ \t]+(?:[A-Z0-9]+[ \t]+){0,4}PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)?[ \t]*-{3,5}",
+    re.I,
+)
+_ARMOUR_END = _rx(
+    r"-{3,5}[ \t]*END[ \t]+(?:[A-Z0-9]+[ \t]+){0,4}PRIVATE[ \t]+KEY(?:[ \t]+BLOCK)?[ \t]*-{3,5}",
+    re.I,
+)
+# what may sit between two lines of key material: line breaks (real, escaped, HTML), quote
+# markers, comment leaders, string concatenation
+_JUNK = (
+    r"(?:\s|\\+[nrt]|<br\s*/?>|</?p>|</?div>|&gt;|>|\"\s*\+?\s*\"|'\s*\+?\s*'|\"\s*,|"
+    r"'\s*,|\+|#|//|\*|;)"
+)
+_KEY_LINES = _rx(
+    r"(?:"
+    + _JUNK
+    + r"+(?:[A-Za-z][A-Za-z0-9-]{0,40}:[ \t][^\r\n<\\\"']{0,200}|[A-Za-z0-9+/=]{4,}))*"
+)
+_DER_BODY = _rx(r"M[A-Za-z0-9+/]{39,}=*(?:" + _JUNK + r"{1,12}[A-Za-z0-9+/]{16,}=*)*", re.M)
+_DER_STARTS = ("mii", "mig", "mhc", "mhq", "mc4", "mfm", "mfa", "mgg", "mih", "mij", "mik")
+MAX_KEY_CHARS = 65536
+_PBE_OIDS = (
+    bytes.fromhex("2a864886f70d01050d"),  # PBES2
+    bytes.fromhex("2a864886f70d010c01"),  # PKCS#12 PBE
+    bytes.fromhex("2a864886f70d0105"),  # PKCS#5 PBE
+)
+
+
+def der_private_key(raw: bytes) -> bool:
+    """``raw`` starts a DER private key: PKCS#1 (RSA, DSA), PKCS#8 (plain or encrypted),
+    SEC1 (EC) or PKCS#12, told apart from certificates and public keys by the version
+    integer or the encryption algorithm right after the outer SEQUENCE."""
+    if len(raw) < 8 or raw[0] != 0x30:
+        return False
+    n = raw[1]
+    o = 2 if n < 0x80 else 2 + (n & 0x7F)
+    head = raw[o : o + 4]
+    if head[:3] in (b"\x02\x01\x00", b"\x02\x01\x01", b"\x02\x01\x03"):
+        return len(head) == 4 and head[3] in (0x02, 0x04, 0x30)
+    if head[:1] == b"\x30":
+        window = raw[o : o + 40]
+        return any(oid in window for oid in _PBE_OIDS)
+    return False
+
+
+def find_armoured_keys(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    text = ctx.text
+    pos = 0
+    while True:
+        m = _ARMOUR_HEAD.search(text, pos)
+        if not m:
+            return
+        end = _ARMOUR_END.search(text, m.end(), m.end() + MAX_KEY_CHARS)
+        if end:
+            yield m.start(), end.end()
+            pos = end.end()
+            continue
+        body = _KEY_LINES.match(text, m.end(), m.end() + MAX_KEY_CHARS)
+        stop = body.end() if body else m.end()
+        while stop > m.end() and not text[stop - 1].isalnum() and text[stop - 1] not in "+/=":
+            stop -= 1
+        yield m.start(), stop
+        pos = max(stop, m.end())
+
+
+def find_der_keys(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    text = ctx.text
+    last = -1
+    for p in sorted(set(positions)):
+        if p < last or (p > 0 and (text[p - 1].isalnum() or text[p - 1] in "+/")):
+            continue
+        m = _DER_BODY.match(text, p, p + MAX_KEY_CHARS)
+        if not m:
+            continue
+        raw = _b64decode(re.sub(r"[^A-Za-z0-9+/]", "", m.group(0)[:64])[:48])
+        if raw is not None and der_private_key(raw):
+            yield m.span()
+            last = m.end()
+
+
+# --------------------------------------------------------------------------- assignments
+
+# credential words: (pattern on a key's last words, strength) where a strong word's value is
+# a secret when it looks random (hex too); a password's when it looks like a password; a weak
+# word's only when it looks random and is not hex
+CRED_KEYWORDS = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "sig",
+    "credential",
+    "access",
+    "private",
+    "license",
+    "sas",
+    "pat",
+    "bearer",
+)
+_KEY_IDENT = _rx(r"[A-Za-z0-9_.\-]{1,80}")
+_SPLIT_WORDS = _rx(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_PASSWORD_WORDS = frozenset({"password", "passwd", "pwd", "pass", "passphrase", "passwort", "pw"})
+_STRONG_END = frozenset(
+    {"token", "secret", "apikey", "credential", "credentials", "signature", "sig", "sas", "pat"}
+)
+_KEY_QUALIFIERS = frozenset(
+    ["api", "access", "secret", "private", "auth", "client", "account", "master", "signing", "encryption", "license", "licence", "service", "app", "consumer", "admin", "root", "deploy", "ingest", "sdk", "subscription", "storage", "shared", "session", "webhook", "hmac", "jwt", "personal", "user", "write", "read", "management", "project", "server", "dev", "prod"]
+)
+_NOT_SECRET_NEAR = frozenset(
+    ["max", "min", "num", "total", "input", "output", "prompt", "completion", "reasoning", "cache", "cached", "count", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "special", "next", "page", "csrf", "xsrf", "public", "pub", "primary", "foreign", "sort", "partition", "idempotency", "row", "hash", "dict", "map", "lookup", "join", "unique", "object", "file", "bucket", "group", "index", "cursor", "message", "i18n", "translation", "label", "type", "kind", "name", "id", "ids", "length", "limit", "usage", "budget", "path", "url", "uri", "env", "var", "field", "header", "prefix", "format", "policy", "manager", "store", "vault", "rotation", "expiry", "expires", "expiration", "ttl", "scope", "scopes", "method", "mode", "provider", "required", "enabled", "strength", "hint", "reset", "hotkey", "keyboard", "shortcut", "dataset", "public_key", "fingerprint", "salt", "algorithm", "algo", "size", "bits", "response", "first", "last", "stop", "start", "end"]
+)
+
+
+def key_strength(ident: str) -> str | None:
+    """How strongly a key names a credential: ``"password"``, ``"strong"``, ``"weak"`` or
+    ``None`` (not a credential: ``max_tokens``, ``cache_key``, ``token_count``, ``author``)."""
+    words = [w.lower() for w in _SPLIT_WORDS.findall(ident)]
+    if not words:
+        return None
+    while words and words[-1].isdigit():
+        words.pop()
+    if not words:
+        return None
+    last = words[-1]
+    before = words[-2] if len(words) > 1 else ""
+    if before in _NOT_SECRET_NEAR or last in _NOT_SECRET_NEAR:
+        return None
+    if last in _PASSWORD_WORDS or last.startswith("passw"):
+        # ``pass`` alone is mostly the word (``| pass | fail |``, ``--pass``'s are flags)
+        return None if len(words) == 1 and last in ("pass", "pw") else "password"
+    if any(w in ("password", "passwd") for w in words[:-1]) and last not in ("hint", "policy"):
+        return None if last in _NOT_SECRET_NEAR else "password"
+    if last in _STRONG_END or last.endswith(("token", "secret", "apikey", "passwd")):
+        return "strong"
+    if last in ("key", "keys"):
+        if before in _KEY_QUALIFIERS or before.endswith(("api", "secret", "access")):
+            return "strong"
+        return "weak" if len(words) <= 2 else None
+    if last in ("auth", "authorization", "bearer", "license", "licence"):
+        return "strong" if last != "auth" else "weak"
+    if last in ("access", "private") and len(words) == 1:
+        return "weak"
+    return None
+
+
+# between a key and its value: closing quotes, separators, tags, table bars
+_GAP = _rx(
+    r"(?:\\?[\"'`]|\]|\))?[ \t]*"
+    r"(?P<sep></[A-Za-z][A-Za-z0-9:-]{0,20}>|:=|=>|==|=|:|\||>|\(|,|\s(?=[^\s]))"
+    r"(?:[ \t]*(?:<(?!/?(?:br|p)\b)[A-Za-z/][^<>\n]{0,60}>|\||\(|\[|,|\\?[\"'`]))*[ \t]*"
+)
+_ATTR_VALUE = _rx(r"\\?[\"'][ \t]*(?:value|val|secret|content|data)[ \t]*=[ \t]*")
+_UNQUOTED_END = frozenset(" \t\r\n\"'`,;&|<>(){}[]")
+
+
+def _value_at(text: str, i: int, limit: int) -> tuple[int, int] | None:
+    """The value starting at ``i``: inside its quotes, or a run of value characters."""
+    if i >= limit:
+        return None
+    c = text[i]
+    q = None
+    if c == "\\" and text[i + 1 : i + 2] in ('"', "'"):
+        q, i = text[i : i + 2], i + 2
+    elif c in "\"'`":
+        q, i = c, i + 1
+    if q is not None:
+        j = text.find(q, i, min(limit, i + 4096))
+        if j < 0:
+            return None
+        nl = text.find("\n", i, j)
+        return (i, j) if nl < 0 else None
+    j = i
+    while j < limit and text[j] not in _UNQUOTED_END:
+        if text[j] == "\\" and text[j + 1 : j + 2] in ("n", "r", "t", '"', "'"):
+            break
+        j += 1
+    while j > i and text[j - 1] in ".:":
+        j -= 1
+    return (i, j) if j > i else None
+
+
+def _accept(value: str, strength: str, sep: str) -> bool:
+    if is_placeholder(value) or is_marker(value):
+        return False
+    if strength == "password":
+        if sep.isspace():  # ``password hunter2``: prose unless the value looks like one
+            return looks_random(value, min_len=8, hex_ok=True)
+        return looks_password(value)
+    if is_safe_shape(value) and not (strength == "strong" and _UUID.fullmatch(value)):
+        return False
+    if strength == "strong":
+        return looks_random(value, min_len=12, hex_ok=True)
+    return looks_random(value, min_len=16)
+
+
+_YAML_ITEM = _rx(r"\n([ \t]*)-[ \t]+")
+
+
+def _yaml_list(ctx: Context, start: int) -> Iterator[tuple[int, int]]:
+    """The items of a YAML list that starts on the line after ``start`` (a key's ``:``)."""
+    text = ctx.text
+    eol = text.find("\n", start)
+    if eol < 0 or text[start:eol].strip():
+        return
+    pos = eol
+    indent = None
+    while True:
+        m = _YAML_ITEM.match(text, pos)
+        if not m or (indent is not None and m.group(1) != indent):
+            return
+        indent = m.group(1)
+        v = _value_at(text, m.end(), min(len(text), m.end() + 1024))
+        if v is None:
+            return
+        value = text[v[0] : v[1]]
+        if looks_password(value) or looks_random(value, min_len=8, hex_ok=True):
+            yield v
+        pos = text.find("\n", v[1]) if text.find("\n", v[1]) >= 0 else len(text)
+        if pos >= len(text):
+            return
+
+
+_CALL_ARGS = _rx(r"[ \t]*(?:=[ \t]*)?\(?[ \t]*")
+_QUOTED = _rx(r"(?:[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*)?(\\?[\"'])(.{0,512}?)\1[ \t]*(,|\))")
+
+
+def _call_args(ctx: Context, ident_end: int) -> Iterator[tuple[int, int]]:
+    """``auth=("user", "pw")``, ``BasicAuth("user", "pw")``: the second string argument."""
+    text = ctx.text
+    m = re.compile(r"[ \t]*=?[ \t]*\([ \t]*").match(text, ident_end)
+    if not m:
+        return
+    pos = m.end()
+    args: list[tuple[int, int]] = []
+    for _ in range(3):
+        a = _QUOTED.match(text, pos)
+        if not a:
+            break
+        args.append(a.span(2))
+        pos = a.end()
+        while pos < len(text) and text[pos] in " \t":
+            pos += 1
+        if a.group(3) == ")":
+            break
+    if len(args) >= 2:
+        s, e = args[1]
+        if not is_placeholder(text[s:e]):
+            yield s, e
+    elif len(args) == 1:
+        s, e = args[0]
+        if looks_random(text[s:e], min_len=16, hex_ok=True):
+            yield s, e
+
+
+def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    """Values next to a credential word, in any syntax."""
+    text = ctx.text
+    n = len(text)
+    seen: set[int] = set()
+    for p in sorted(set(positions)):
+        s = p
+        while s > 0 and p - s < 80 and (text[s - 1].isalnum() or text[s - 1] in "_.-"):
+            s -= 1
+        km = _KEY_IDENT.match(text, s)
+        if km is None or km.start() in seen:
+            continue
+        seen.add(km.start())
+        ident = km.group(0).strip("._-")
+        e = km.end()
+        while e > s and text[e - 1] in ".-":
+            e -= 1
+        strength = key_strength(ident)
+        if strength is None:
+            continue
+        # a code call: auth=("u", "p"), HTTPBasicAuth("u", "p")
+        if ident.lower().endswith(("auth", "credentials", "login")):
+            yield from _call_args(ctx, e)
+        # .NET / XML / JSON name-value pairs: key="ApiKey" value="...", "name": "X", "value": ...
+        prev = text[max(0, s - 12) : s]
+        if _NAMED.search(prev):
+            close = text.find(text[s - 1], e, e + 2)
+            if close == e:
+                am = re.compile(
+                    r"\\?[\"'][ \t]*[,;]?[ \t\r\n]*\\?[\"']?(?:value|val|content|data)\\?[\"']?[ \t]*[:=][ \t]*"
+                ).match(text, e - (1 if text[e - 1 : e] == "\\" else 0))
+                if am:
+                    v = _value_at(text, am.end(), min(n, am.end() + 4096))
+                    if v and _accept(text[v[0] : v[1]], _named_strength(strength), "="):
+                        yield v
+                        continue
+        gm = _GAP.match(text, e)
+        if gm is None or gm.end() - e > 96:
+            continue
+        sep = gm.group("sep")
+        if sep in ("(", ","):
+            continue
+        if sep == ":" and strength == "password":
+            yield from _yaml_list(ctx, gm.start("sep") + 1)
+        if sep == ">" and text[max(0, s - 1) : s] != "<":
+            continue  # ``>`` binds only an XML element's own name: ``<password>v</password>``
+        if sep == "|" and strength == "weak":
+            continue
+        if sep.startswith("</") and strength == "weak":
+            continue  # ``<td>api key</td><td>value</td>``: a cell names the next one
+        if sep == "|" or text[e : e + 2].strip(" \t").startswith("|"):
+            yield from _table_column(ctx, s, e, strength)
+        if sep.isspace():
+            if strength == "password" and not _netrc_like(text, s):
+                continue
+            if strength == "weak":
+                continue
+        v = _value_at(text, gm.end(), min(n, gm.end() + 4096))
+        if v is None:
+            continue
+        value = text[v[0] : v[1]]
+        if text[v[1] : v[1] + 1] in ("(", "[") or (
+            text[v[1] : v[1] + 1] == "." and text[v[1] + 1 : v[1] + 2].isalpha()
+        ):
+            continue  # code: ``password = get_secret(...)``, ``token = cfg.token``
+        if sep.isspace() and strength == "password" and _netrc_like(text, s):
+            if not is_placeholder(value) and len(value) >= 1:
+                yield v
+            continue
+        if _accept(value, strength, sep):
+            yield v
+
+
+_ROW_SEP = _rx(r"[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$")
+
+
+def _table_column(ctx: Context, s: int, e: int, strength: str) -> Iterator[tuple[int, int]]:
+    """A markdown table whose header cell is the key: the cells of its column below."""
+    text = ctx.text
+    ls, le = ctx.line_bounds(s)
+    line = text[ls:le]
+    if not line.lstrip().startswith("|") or text[s:e].count("|"):
+        return
+    before, after = text[ls:s], text[e:le]
+    if before.rstrip()[-1:] != "|" or not after.lstrip().startswith("|"):
+        return
+    col = before.count("|")
+    nxt = le + 1
+    if nxt >= len(text):
+        return
+    _, sep_end = ctx.line_bounds(nxt)
+    if not _ROW_SEP.match(text, nxt, sep_end):
+        return
+    pos = sep_end + 1
+    for _ in range(200):
+        if pos >= len(text):
+            return
+        rs, re_ = ctx.line_bounds(pos)
+        row = text[rs:re_]
+        if not row.lstrip().startswith("|"):
+            return
+        bars = [rs + i for i, c in enumerate(row) if c == "|"]
+        if len(bars) > col:
+            cs = bars[col - 1] + 1
+            ce = bars[col] if col < len(bars) else re_
+            while cs < ce and text[cs] in " \t`":
+                cs += 1
+            while ce > cs and text[ce - 1] in " \t`":
+                ce -= 1
+            if ce > cs and _accept(text[cs:ce], _named_strength(strength), "|"):
+                yield cs, ce
+        pos = re_ + 1
+
+
+_NAMED = _rx(r"(?:name|key|id|param|property|variable|setting)\\?[\"']?\s*[:=]\s*\\?[\"']$", re.I)
+
+
+def _named_strength(strength: str) -> str:
+    return "password" if strength == "password" else "strong"
+
+
+_NETRC = _rx(r"(?:machine|default)\s+\S+(?:\s+login\s+\S+)?\s+$|login\s+\S+\s+$")
+
+
+def _netrc_like(text: str, key_start: int) -> bool:
+    """``machine h login u password p``: the word before the password is netrc's."""
+    return bool(_NETRC.search(text, max(0, key_start - 200), key_start))
+
+
+# URL userinfo whose password holds a quote, and secret query parameters in any position
+_URL_PW = _rx(
+    r"(?i)\b[a-z][a-z0-9+.-]{0,30}:(?:\\?/){2}[^\s/?#@\"<>`:\\]{0,256}:"
+    r"(?P<pw>[^\s\"<>`]{1,512})@(?=[A-Za-z0-9\[])[A-Za-z0-9.\-\[\]%_]{1,256}(?=[:/?#\s\"'<>`),;|\\\]}]|$)"
+)
+
+
+def find_url_secrets(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    text = ctx.text
+    for s, _e, line_end in ctx.windows(positions):
+        lo = max(0, s - 256)
+        for m in _URL_PW.finditer(text, lo, line_end):
+            pw = m.group("pw")
+            if not re.match(r"\d{1,5}/", pw) and not is_marker(pw):
+                yield m.span("pw")
+
+
+# --------------------------------------------------------------------------- flags
+
+NEXT, GLUED, USERPASS, PASSARG, HTPASSWD = "next", "glued", "userpass", "passarg", "htpasswd"
+NEXT_USER_ONLY = "user-only"
+# tool -> {flag: how its secret is given}; the long flags every tool spells alike are below
+TOOL_FLAGS: dict[str, dict[str, str]] = {
+    **{
+        t: {"-p": GLUED}
+        for t in (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlcheck",
+            "mysqlshow",
+            "mysqlsh",
+            "mariadb",
+            "mariadb-dump",
+            "mariadb-admin",
+        )
+    },
+    "redis-cli": {"-a": NEXT, "--pass": NEXT},
+    "valkey-cli": {"-a": NEXT, "--pass": NEXT},
+    "keydb-cli": {"-a": NEXT, "--pass": NEXT},
+    "htpasswd": {"-b": HTPASSWD},
+    "openssl": {
+        "-k": NEXT,
+        "-K": NEXT,
+        "-pass": PASSARG,
+        "-passin": PASSARG,
+        "-passout": PASSARG,
+        "-password": PASSARG,
+    },
+    "sshpass": {"-p": NEXT},
+    "curl": {"-u": USERPASS, "--user": USERPASS, "--proxy-user": USERPASS, "-U": USERPASS},
+    **{t: {"-p": NEXT} for t in ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport")},
+    **{t: {"-P": NEXT} for t in ("sqlcmd", "bcp", "osql", "mosquitto_pub", "mosquitto_sub")},
+    **{t: {"-w": NEXT} for t in ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete")},
+    "zip": {"-P": NEXT},
+    "unzip": {"-P": NEXT},
+    **{t: {"-p": GLUED} for t in ("7z", "7za", "7zr", "rar", "unrar")},
+    "ssh-keygen": {"-N": NEXT, "-P": NEXT},
+    "smbclient": {"-U": USERPASS},
+    "lftp": {"-u": USERPASS},
+    "xfreerdp": {"/p:": GLUED},
+    "twine": {"-p": NEXT},
+    "keytool": {
+        f: NEXT
+        for f in ("-storepass", "-keypass", "-srcstorepass", "-deststorepass", "-srckeypass")
+    },
+    **{
+        t: {"-p": NEXT, "--password": NEXT} for t in ("psexec", "crackmapexec", "nxc", "evil-winrm")
+    },
+}
+# subcommands whose flag takes a secret: (tool, subcommand words) -> flags
+SUBCOMMAND_FLAGS: dict[tuple[str, str], dict[str, str]] = {
+    ("gh", "secret set"): {"--body": NEXT, "-b": NEXT},
+    **{
+        (t, "login"): {"-p": NEXT, "--password": NEXT, "-u": NEXT_USER_ONLY}
+        for t in ("docker", "podman", "nerdctl", "buildah", "helm registry", "oras", "crane")
+    },
+}
+_LONG_FLAG = _rx(
+    r"(?i)--?(?:[a-z0-9]+-)*(?:password|passwd|pass|pwd|passphrase|token|secret|api-?key|"
+    r"access-key|secret-key|private-key|auth-token|access-token|client-secret|credentials?|"
+    r"creds|storepass|keypass|license-key|sas|signature)$"
+)
+_WORD_BEFORE = frozenset(" \t\n\"'`;|&(=$\\/")
+_CMD_END = frozenset("\n;|&")
+_ARG = _rx(r"""\\?"(?:[^"\\\n]|\\.)*\\?"|'[^'\n]*'|[^\s;|&"'`]+(?:['"][^'"\n]*['"])?""")
+
+
+def _args_from(text: str, pos: int, limit: int) -> list[tuple[str, int, int]]:
+    """Shell words from ``pos`` to the end of the command: ``(word, start, end)`` with the
+    span of the word's content (inside its quotes)."""
+    out: list[tuple[str, int, int]] = []
+    i = pos
+    while i < limit and len(out) < 64:
+        while i < limit and text[i] in " \t":
+            i += 1
+        if i >= limit or text[i] in _CMD_END:
+            break
+        if text.startswith("\\\n", i) or text.startswith("\\\\n", i):
+            i += 2
+            continue
+        if text.startswith("\\n", i):
+            break
+        m = _ARG.match(text, i)
+        if not m:
+            break
+        s, e = m.span()
+        word = m.group(0)
+        if word.startswith('\\"') and word.endswith('\\"') and len(word) >= 4:
+            s, e = s + 2, e - 2
+        elif word[:1] in "\"'" and word[-1:] == word[:1] and len(word) >= 2:
+            s, e = s + 1, e - 1
+        out.append((text[s:e], s, e))
+        i = m.end()
+    return out
+
+
+def _flag_value(
+    text: str, args: list[tuple[str, int, int]], k: int, flag: str, how: str
+) -> Iterator[tuple[int, int]]:
+    word, s, e = args[k]
+    if how == GLUED:
+        if word.startswith(flag) and len(word) > len(flag):
+            vs = s + len(flag)
+            if text[vs : vs + 1] in "\"'":
+                vs += 1
+            ve = e - (1 if text[e - 1 : e] in "\"'" and e - 1 > vs else 0)
+            if not is_placeholder(text[vs:ve]):
+                yield vs, ve
+        return
+    if word != flag and not word.startswith(flag + "="):
+        return
+    if word.startswith(flag + "="):
+        vs, ve = s + len(flag) + 1, e
+        value = word[len(flag) + 1 :]
+        if value[:1] in "\"'" and value[-1:] == value[:1]:
+            vs, ve, value = vs + 1, ve - 1, value[1:-1]
+    elif k + 1 < len(args):
+        value, vs, ve = args[k + 1]
+    else:
+        return
+    if not value or value.startswith("-") and how != NEXT or is_placeholder(value):
+        return
+    if how == NEXT and value.startswith("-") and len(value) < 3:
+        return
+    if how == USERPASS:
+        i = value.find(":") if ":" in value else value.find("%") if "%" in value else -1
+        if i < 0 and "," in value:
+            i = value.find(",")
+        if i < 0 or i == len(value) - 1:
+            return
+        if not is_placeholder(value[i + 1 :]):
+            yield vs + i + 1, ve
+        return
+    if how == PASSARG:
+        if value.startswith("pass:"):
+            if not is_placeholder(value[5:]):
+                yield vs + 5, ve
+        return
+    if how == NEXT_USER_ONLY:
+        return
+    yield vs, ve
+
+
+def _htpasswd(args: list[tuple[str, int, int]], k: int) -> Iterator[tuple[int, int]]:
+    flags = ""
+    positional: list[tuple[str, int, int]] = []
+    for word, s, e in args[k:]:
+        if word.startswith("-") and not positional:
+            flags += word[1:]
+        else:
+            positional.append((word, s, e))
+    if "b" not in flags:
+        return
+    want = 1 if "n" in flags else 2
+    if len(positional) > want and not is_placeholder(positional[want][0]):
+        yield positional[want][1], positional[want][2]
+
+
+TOOL_WORDS = tuple(sorted({*TOOL_FLAGS, *(t for t, _ in SUBCOMMAND_FLAGS)}))
+
+
+def _tool_flags(word: str, args: list[tuple[str, int, int]]) -> dict[str, str]:
+    base = word.rsplit("/", 1)[-1]
+    flags = dict(TOOL_FLAGS.get(base, {}))
+    rest = " ".join(a[0] for a in args[:3])
+    for (tool, sub), more in SUBCOMMAND_FLAGS.items():
+        head, *subtool = tool.split(" ")
+        if base == head and (" ".join(subtool + [sub]).strip() in rest or rest.startswith(sub)):
+            flags.update(more)
+    return flags
+
+
+def find_secret_flags(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    """Flags that take a secret, in shell commands (tool-call arguments included)."""
+    text = ctx.text
+    n = len(text)
+    done: set[int] = set()
+    for p in sorted(set(positions)):
+        if p in done:
+            continue
+        # the start of the word the keyword is in
+        s = p
+        while s > 0 and text[s - 1] not in _WORD_BEFORE:
+            s -= 1
+        if s in done:
+            continue
+        word_m = _rx(r"[A-Za-z0-9_.\-/]+").match(text, s)
+        if not word_m:
+            continue
+        word = word_m.group(0)
+        limit = min(n, s + 8192)
+        args = _args_from(text, word_m.end(), limit)
+        done.add(s)
+        flags = _tool_flags(word, args)
+        for k, (w, _a, _b) in enumerate(args):
+            if w.startswith("-") or w.startswith("/p:"):
+                for flag, how in flags.items():
+                    if how == HTPASSWD:
+                        if w.startswith("-") and "b" in w and k == 0 or (w == flag):
+                            yield from _htpasswd(args, k)
+                        continue
+                    if w == flag or w.startswith(flag):
+                        yield from _flag_value(text, args, k, flag, how)
+                name = w.split("=", 1)[0]
+                if _LONG_FLAG.match(name) and name not in flags:
+                    yield from _long_flag(text, args, k, name)
+        # a long flag anywhere (no known tool before it)
+        if not flags and text.startswith("-", s):
+            name = word.split("=", 1)[0]
+            if _LONG_FLAG.match(name):
+                own = _args_from(text, s, limit)
+                if own:
+                    yield from _long_flag(text, own, 0, name)
+
+
+def _long_flag(
+    text: str, args: list[tuple[str, int, int]], k: int, name: str
+) -> Iterator[tuple[int, int]]:
+    word, s, e = args[k]
+    if "=" in word:
+        value, vs, ve = word[len(name) + 1 :], s + len(name) + 1, e
+        if value[:1] in "\"'" and value[-1:] == value[:1] and len(value) >= 2:
+            value, vs, ve = value[1:-1], vs + 1, ve - 1
+    elif k + 1 < len(args):
+        value, vs, ve = args[k + 1]
+    else:
+        return
+    if not value or value.startswith("-") or is_placeholder(value) or is_safe_shape(value):
+        return
+    if value.startswith(("env:", "file:", "fd:", "stdin", "@")):
+        return  # a secret named by where it is, not given
+    pw = any(w in name.lower() for w in ("pass", "pwd"))
+    if (pw and looks_password(value)) or looks_random(value, min_len=12, hex_ok=True):
+        yield vs, ve
+
+
+# --------------------------------------------------------------------------- the rules
+
+FLAG_KEYWORDS = (
+    *TOOL_WORDS,
+    "--pass",
+    "-pass",
+    "-password",
+    "--token",
+    "-token",
+    "--secret",
+    "-secret",
+    "--api-key",
+    "--apikey",
+    "-apikey",
+    "-key",
+    "--credential",
+    "--creds",
+    "-storepass",
+    "-keypass",
+    "--sas",
+    "--signature",
+    "--body",
+    "/p:",
+)
+
+STRUCTURAL_RULES: list[Rule] = [
+    Rule(
+        kind=KIND_KEY,
+        keywords=("private key", "private\tkey", "privatekey"),
+        finder=find_armoured_keys,
+        whole_text=True,
+    ),
+    Rule(kind=KIND_KEY, keywords=_DER_STARTS, finder=find_der_keys),
+    Rule(kind=KIND_FLAG, keywords=FLAG_KEYWORDS, finder=find_secret_flags),
+    Rule(kind=KIND_ASSIGN, keywords=("://", ":\\/\\/"), finder=find_url_secrets),
+    Rule(kind=KIND_ASSIGN, keywords=CRED_KEYWORDS, finder=find_credential_values),
+    Rule(kind=KIND_TOKEN, keywords=(), finder=find_tokens),
+    Rule(kind=KIND_TOKEN, keywords=(), finder=find_blobs),
+]
