@@ -205,16 +205,172 @@ def looks_password(value: str) -> bool:
 
 # --------------------------------------------------------------------------- tokens
 
-# A token: letters first, separators inside, 16+ characters, nothing glued either side that
-# would make it a piece of a longer word, path, base64 run or e-mail address.
-_TOKEN = _rx(
-    r"(?<![A-Za-z0-9_\-./+@%\\])(?:\\[nrt])?"
-    r"([A-Za-z][A-Za-z0-9]{0,15}[_\-][A-Za-z0-9_\-]{14,600})(?![A-Za-z0-9_\-+/@])"
-)
 # ids that only look like credentials: API object ids, our contract's ids, digests named by
 # their algorithm, build and cache names
 _ID_PREFIXES = frozenset(
-    ["call", "toolu", "srvtoolu", "msg", "msgbatch", "chatcmpl", "cmpl", "req", "request", "resp", "response", "run", "file", "asst", "thread", "batch", "ft", "ftjob", "org", "user", "proj", "item", "fc", "rs", "ws", "mcp", "ctc", "cua", "ci", "ig", "lc", "gen", "conv", "vs", "vsfb", "step", "span", "trace", "evt", "cus", "pi", "ch", "in", "sub", "prod", "price", "acct", "txn", "src", "pm", "seti", "si", "ii", "py", "tool", "toolcall", "tc", "task", "trial", "job", "rollout", "session", "sess", "id", "uuid", "guid", "build", "commit", "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3", "md5", "blake2b", "hash", "digest", "checksum", "etag", "rev", "revision", "ver", "version", "node", "pod", "container", "layer", "blob", "img", "image", "obj", "object", "doc", "page", "ref", "tmp", "temp", "cache", "test", "mock", "dummy", "example", "fake", "sample", "data", "css", "sc", "chunk", "app", "main", "index", "vendor", "polyfills", "runtime", "styles", "workbox", "framework", "webpack", "module", "pkg", "package", "lib", "release", "tag", "branch", "feature", "fix", "bugfix", "hotfix", "dependabot", "renovate", "snyk", "run_id", "event", "thread_id", "block", "cell", "node_id", "tx", "sig", "nonce", "salt", "iv", "seed", "i", "vpc", "subnet", "sg", "ami", "vol", "snap", "eni", "igw", "rtb", "acl", "nat", "eipalloc", "lt", "sandbox"]
+    [
+        "call",
+        "toolu",
+        "srvtoolu",
+        "msg",
+        "msgbatch",
+        "chatcmpl",
+        "cmpl",
+        "req",
+        "request",
+        "resp",
+        "response",
+        "run",
+        "file",
+        "asst",
+        "thread",
+        "batch",
+        "ft",
+        "ftjob",
+        "org",
+        "user",
+        "proj",
+        "item",
+        "fc",
+        "rs",
+        "ws",
+        "mcp",
+        "ctc",
+        "cua",
+        "ci",
+        "ig",
+        "lc",
+        "gen",
+        "conv",
+        "vs",
+        "vsfb",
+        "step",
+        "span",
+        "trace",
+        "evt",
+        "cus",
+        "pi",
+        "ch",
+        "in",
+        "sub",
+        "prod",
+        "price",
+        "acct",
+        "txn",
+        "src",
+        "pm",
+        "seti",
+        "si",
+        "ii",
+        "py",
+        "tool",
+        "toolcall",
+        "tc",
+        "task",
+        "trial",
+        "job",
+        "rollout",
+        "session",
+        "sess",
+        "id",
+        "uuid",
+        "guid",
+        "build",
+        "commit",
+        "sha",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha3",
+        "md5",
+        "blake2b",
+        "hash",
+        "digest",
+        "checksum",
+        "etag",
+        "rev",
+        "revision",
+        "ver",
+        "version",
+        "node",
+        "pod",
+        "container",
+        "layer",
+        "blob",
+        "img",
+        "image",
+        "obj",
+        "object",
+        "doc",
+        "page",
+        "ref",
+        "tmp",
+        "temp",
+        "cache",
+        "test",
+        "mock",
+        "dummy",
+        "example",
+        "fake",
+        "sample",
+        "data",
+        "css",
+        "sc",
+        "chunk",
+        "app",
+        "main",
+        "index",
+        "vendor",
+        "polyfills",
+        "runtime",
+        "styles",
+        "workbox",
+        "framework",
+        "webpack",
+        "module",
+        "pkg",
+        "package",
+        "lib",
+        "release",
+        "tag",
+        "branch",
+        "feature",
+        "fix",
+        "bugfix",
+        "hotfix",
+        "dependabot",
+        "renovate",
+        "snyk",
+        "run_id",
+        "event",
+        "thread_id",
+        "block",
+        "cell",
+        "node_id",
+        "tx",
+        "sig",
+        "nonce",
+        "salt",
+        "iv",
+        "seed",
+        "i",
+        "vpc",
+        "subnet",
+        "sg",
+        "ami",
+        "vol",
+        "snap",
+        "eni",
+        "igw",
+        "rtb",
+        "acl",
+        "nat",
+        "eipalloc",
+        "lt",
+        "sandbox",
+    ]
 )
 _CRED_PREFIX = _rx(
     r"(?i)(?:.*[^a-z])?(?:[a-z]*(?:key|token|tok|secret|sec|pat|api|auth|cred|pass)|sk|pk|rk|ak)$"
@@ -289,25 +445,8 @@ _DIGEST_BEFORE = _rx(
 )
 
 
-def find_tokens(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
-    text = ctx.text
-    if len(text) < 16:
-        return
-    for m in _TOKEN.finditer(text):
-        token = m.group(1)
-        if not any(c.isdigit() for c in token) and token.islower():
-            continue
-        if _ends_in_extension(text, m.end()) or _DIGEST_BEFORE.search(
-            text, max(0, m.start() - 16), m.start()
-        ):
-            continue
-        if token_is_credential(token):
-            yield m.span(1)
-
-
 # --------------------------------------------------------------------------- opaque blobs
 
-_BLOB = _rx(r"(?<![A-Za-z0-9+/=_\-,:.])[A-Za-z0-9+/_-]{100,8192}={0,2}(?![A-Za-z0-9+/=_-])")
 _MAGIC = (
     b"\x89PNG",
     b"\xff\xd8\xff",
@@ -351,29 +490,56 @@ def _printable_ratio(raw: bytes) -> float:
     return ok / len(raw)
 
 
-def find_blobs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+def _blob_is_credential(text: str, s: int, e: int) -> bool:
     """Opaque binary base64 of a credential's size with no file signature (a session
     token); text, images, archives, fonts and DER structures are left to their own rules."""
+    blob = text[s:e]
+    if text[max(0, s - 8) : s].lower().endswith(("base64,", "base64 ")) or _HEX.fullmatch(blob):
+        return False
+    raw = _b64decode(blob)
+    if raw is None or len(raw) < 60:
+        return False
+    if raw.startswith(_MAGIC) or raw[4:8] == b"ftyp" or raw[:1] == b"\x30":
+        return False
+    return _printable_ratio(raw) <= 0.85 and entropy(blob.rstrip("=")) >= 5.0
+
+
+# a run of token or base64 characters: every candidate of both rules is one (a regex that
+# scans the text once; the runs are judged in Python)
+_RUN = _rx(r"[A-Za-z0-9+/=_\-]{16,}")
+_CLASS_CHANGE = _rx(r"[0-9](?=[A-Za-z])|[A-Za-z](?=[0-9])|[a-z](?=[A-Z])")
+_TOKEN_START = _rx(r"(?:\\[nrt])?(=*)([A-Za-z][A-Za-z0-9]{0,15}[_\-][A-Za-z0-9_\-]{14,600})$")
+
+
+def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
+    """Prefixed random tokens, and opaque binary base64 blobs."""
     text = ctx.text
-    if len(text) < 100:
+    if len(text) < 16:
         return
-    for m in _BLOB.finditer(text):
-        s = m.group(0)
-        if text[max(0, m.start() - 8) : m.start()].lower().endswith(("base64,", "base64 ")):
+    for m in _RUN.finditer(text):
+        s, e = m.span()
+        before = text[s - 1 : s]
+        if before and before in "./@%":
             continue
-        if "+" not in s and "/" not in s and "-" not in s and "_" not in s:
-            if s.isalnum() and _HEX.fullmatch(s):
-                continue
-        raw = _b64decode(s)
-        if raw is None or len(raw) < 60:
+        run = m.group(0)
+        if len(run) >= 100 and e - s <= 8194 and _blob_is_credential(text, s, e):
+            yield s, e
             continue
-        if raw.startswith(_MAGIC) or raw[4:8] == b"ftyp" or raw[:1] == b"\x30":
+        if "+" in run or "/" in run or ("_" not in run and "-" not in run):
             continue
-        if _printable_ratio(raw) > 0.85:
+        if text[e : e + 1] == "@" or len(_CLASS_CHANGE.findall(run, 0, 120)) < 3:
             continue
-        if entropy(s.rstrip("=")) < 5.0:
+        if before == "\\" and run[0] in "nrt":
+            run, s = run[1:], s + 1
+        t = _TOKEN_START.match(run)
+        if t is None:
             continue
-        yield m.span()
+        s += t.start(2)
+        token = t.group(2)
+        if _ends_in_extension(text, e) or _DIGEST_BEFORE.search(text, max(0, s - 16), s):
+            continue
+        if token_is_credential(token):
+            yield s, e
 
 
 # --------------------------------------------------------------------------- private keys
@@ -487,10 +653,150 @@ _STRONG_END = frozenset(
     {"token", "secret", "apikey", "credential", "credentials", "signature", "sig", "sas", "pat"}
 )
 _KEY_QUALIFIERS = frozenset(
-    ["api", "access", "secret", "private", "auth", "client", "account", "master", "signing", "encryption", "license", "licence", "service", "app", "consumer", "admin", "root", "deploy", "ingest", "sdk", "subscription", "storage", "shared", "session", "webhook", "hmac", "jwt", "personal", "user", "write", "read", "management", "project", "server", "dev", "prod"]
+    [
+        "api",
+        "access",
+        "secret",
+        "private",
+        "auth",
+        "client",
+        "account",
+        "master",
+        "signing",
+        "encryption",
+        "license",
+        "licence",
+        "service",
+        "app",
+        "consumer",
+        "admin",
+        "root",
+        "deploy",
+        "ingest",
+        "sdk",
+        "subscription",
+        "storage",
+        "shared",
+        "session",
+        "webhook",
+        "hmac",
+        "jwt",
+        "personal",
+        "user",
+        "write",
+        "read",
+        "management",
+        "project",
+        "server",
+        "dev",
+        "prod",
+    ]
 )
 _NOT_SECRET_NEAR = frozenset(
-    ["max", "min", "num", "total", "input", "output", "prompt", "completion", "reasoning", "cache", "cached", "count", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "special", "next", "page", "csrf", "xsrf", "public", "pub", "primary", "foreign", "sort", "partition", "idempotency", "row", "hash", "dict", "map", "lookup", "join", "unique", "object", "file", "bucket", "group", "index", "cursor", "message", "i18n", "translation", "label", "type", "kind", "name", "id", "ids", "length", "limit", "usage", "budget", "path", "url", "uri", "env", "var", "field", "header", "prefix", "format", "policy", "manager", "store", "vault", "rotation", "expiry", "expires", "expiration", "ttl", "scope", "scopes", "method", "mode", "provider", "required", "enabled", "strength", "hint", "reset", "hotkey", "keyboard", "shortcut", "dataset", "public_key", "fingerprint", "salt", "algorithm", "algo", "size", "bits", "response", "first", "last", "stop", "start", "end"]
+    [
+        "max",
+        "min",
+        "num",
+        "total",
+        "input",
+        "output",
+        "prompt",
+        "completion",
+        "reasoning",
+        "cache",
+        "cached",
+        "count",
+        "eos",
+        "bos",
+        "pad",
+        "unk",
+        "sep",
+        "cls",
+        "mask",
+        "special",
+        "next",
+        "page",
+        "csrf",
+        "xsrf",
+        "public",
+        "pub",
+        "primary",
+        "foreign",
+        "sort",
+        "partition",
+        "idempotency",
+        "row",
+        "hash",
+        "dict",
+        "map",
+        "lookup",
+        "join",
+        "unique",
+        "object",
+        "file",
+        "bucket",
+        "group",
+        "index",
+        "cursor",
+        "message",
+        "i18n",
+        "translation",
+        "label",
+        "type",
+        "kind",
+        "name",
+        "id",
+        "ids",
+        "length",
+        "limit",
+        "usage",
+        "budget",
+        "path",
+        "url",
+        "uri",
+        "env",
+        "var",
+        "field",
+        "header",
+        "prefix",
+        "format",
+        "policy",
+        "manager",
+        "store",
+        "vault",
+        "rotation",
+        "expiry",
+        "expires",
+        "expiration",
+        "ttl",
+        "scope",
+        "scopes",
+        "method",
+        "mode",
+        "provider",
+        "required",
+        "enabled",
+        "strength",
+        "hint",
+        "reset",
+        "hotkey",
+        "keyboard",
+        "shortcut",
+        "dataset",
+        "public_key",
+        "fingerprint",
+        "salt",
+        "algorithm",
+        "algo",
+        "size",
+        "bits",
+        "response",
+        "first",
+        "last",
+        "stop",
+        "start",
+        "end",
+    ]
 )
 
 
@@ -529,7 +835,8 @@ def key_strength(ident: str) -> str | None:
 # between a key and its value: closing quotes, separators, tags, table bars
 _GAP = _rx(
     r"(?:\\?[\"'`]|\]|\))?[ \t]*"
-    r"(?P<sep></[A-Za-z][A-Za-z0-9:-]{0,20}>|:=|=>|==|=|:|\||>|\(|,|\s(?=[^\s]))"
+    r"(?P<sep></[A-Za-z][A-Za-z0-9:-]{0,20}>|[ \t]+(?:is|was|equals|set[ \t]+to)[ \t]*:?(?=[ \t])|"
+    r":=|=>|==|=|:|\||>|\(|,|\s(?=[^\s]))"
     r"(?:[ \t]*(?:<(?!/?(?:br|p)\b)[A-Za-z/][^<>\n]{0,60}>|\||\(|\[|,|\\?[\"'`]))*[ \t]*"
 )
 _ATTR_VALUE = _rx(r"\\?[\"'][ \t]*(?:value|val|secret|content|data)[ \t]*=[ \t]*")
@@ -653,6 +960,11 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
         while e > s and text[e - 1] in ".-":
             e -= 1
         strength = key_strength(ident)
+        if strength != "password" and ident.isalpha():
+            # words of prose or a label: ``API key``, ``Secret Key``, ``access token``
+            pw = _PREV_WORD.search(text, max(0, s - 24), s)
+            if pw and pw.group(1).lower() in _KEY_QUALIFIERS:
+                strength = key_strength(f"{pw.group(1)}_{ident}") or strength
         if strength is None:
             continue
         # a code call: auth=("u", "p"), HTTPBasicAuth("u", "p")
@@ -675,6 +987,8 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
         if gm is None or gm.end() - e > 96:
             continue
         sep = gm.group("sep")
+        if sep[:1] in " \t" and sep.strip():
+            sep = ":"  # ``the API key is X``
         if sep in ("(", ","):
             continue
         if sep == ":" and strength == "password":
@@ -688,14 +1002,24 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
         if sep == "|" or text[e : e + 2].strip(" \t").startswith("|"):
             yield from _table_column(ctx, s, e, strength)
         if sep.isspace():
-            if strength == "password" and not _netrc_like(text, s):
+            quoted = text[gm.end() : gm.end() + 1] in ("'", '"')
+            if strength == "password" and not (quoted or _netrc_like(text, s)):
                 continue
             if strength == "weak":
                 continue
-        v = _value_at(text, gm.end(), min(n, gm.end() + 4096))
+        vstart = gm.end()
+        if sep in (":", "=") and text[vstart : vstart + 1] in ("|", ">", "\n"):
+            vstart = _next_line_value(text, vstart, e - s)  # YAML block scalar, value below
+        v = _value_at(text, vstart, min(n, vstart + 4096))
         if v is None:
             continue
         value = text[v[0] : v[1]]
+        if sep == ">" and not text.startswith("</", v[1]):
+            continue  # an element holds the value: ``<password>v</password>``
+        if sep.isspace() and strength == "password" and v[0] > vstart:
+            if looks_password(value):  # quoted after the word: ``PASSWORD 'x'``
+                yield v
+            continue
         if text[v[1] : v[1] + 1] in ("(", "[") or (
             text[v[1] : v[1] + 1] == "." and text[v[1] + 1 : v[1] + 2].isalpha()
         ):
@@ -706,6 +1030,23 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
             continue
         if _accept(value, strength, sep):
             yield v
+
+
+_PREV_WORD = _rx(r"([A-Za-z]{2,16})[ \t]\Z")
+_BLOCK = _rx(r"[|>][+-]?[ \t]*\r?\n|[ \t]*\r?\n")
+
+
+def _next_line_value(text: str, i: int, indent_hint: int) -> int:
+    """Where the value of ``key:`` starts when it is on the next line (a YAML block scalar
+    or a key on a line of its own), or ``i`` when there is none."""
+    m = _BLOCK.match(text, i)
+    if not m:
+        return i
+    j = m.end()
+    k = j
+    while k < len(text) and text[k] in " \t":
+        k += 1
+    return k if k > j and k < len(text) and text[k] not in "-#\n" else i
 
 
 _ROW_SEP = _rx(r"[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*\|)+[ \t]*:?-*:?[ \t]*$")
@@ -771,6 +1112,11 @@ _URL_PW = _rx(
 )
 
 
+_URL_USER = _rx(
+    r"(?i)\b[a-z][a-z0-9+.-]{0,30}:(?:\\?/){2}(?P<user>[A-Za-z0-9_\-.~%]{16,512})@(?=[A-Za-z0-9])"
+)
+
+
 def find_url_secrets(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
     for s, _e, line_end in ctx.windows(positions):
@@ -779,6 +1125,9 @@ def find_url_secrets(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
             pw = m.group("pw")
             if not re.match(r"\d{1,5}/", pw) and not is_marker(pw):
                 yield m.span("pw")
+        for m in _URL_USER.finditer(text, lo, line_end):
+            if looks_random(m.group("user"), min_len=16, hex_ok=True):
+                yield m.span("user")
 
 
 # --------------------------------------------------------------------------- flags
@@ -1058,6 +1407,5 @@ STRUCTURAL_RULES: list[Rule] = [
     Rule(kind=KIND_FLAG, keywords=FLAG_KEYWORDS, finder=find_secret_flags),
     Rule(kind=KIND_ASSIGN, keywords=("://", ":\\/\\/"), finder=find_url_secrets),
     Rule(kind=KIND_ASSIGN, keywords=CRED_KEYWORDS, finder=find_credential_values),
-    Rule(kind=KIND_TOKEN, keywords=(), finder=find_tokens),
-    Rule(kind=KIND_TOKEN, keywords=(), finder=find_blobs),
+    Rule(kind=KIND_TOKEN, keywords=(), finder=find_random_runs),
 ]
