@@ -26,7 +26,28 @@ HEX = "0123456789abcdef"
 B64URL = ALNUM + "-_"
 B64 = ALNUM + "+/"
 SYMBOLS = "!#%^*+=~.@"
-WORDS = ["river", "sun", "maple", "orbit", "falcon", "quartz", "ember", "lotus", "cedar", "nova", "pixel", "harbor", "tango", "velvet", "summit", "willow", "cobalt", "atlas", "zephyr", "onyx"]
+WORDS = [
+    "river",
+    "sun",
+    "maple",
+    "orbit",
+    "falcon",
+    "quartz",
+    "ember",
+    "lotus",
+    "cedar",
+    "nova",
+    "pixel",
+    "harbor",
+    "tango",
+    "velvet",
+    "summit",
+    "willow",
+    "cobalt",
+    "atlas",
+    "zephyr",
+    "onyx",
+]
 BODY_ALPHABETS = (ALNUM, LOWER_ALNUM, HEX, B64URL, UPPER_ALNUM)
 
 
@@ -176,9 +197,9 @@ def _password_contexts() -> list[tuple[str, Context]]:
                 f"<server><id>{n}</id><username>u</username><password>{p}</password></server>"
             ),
         ),  # noqa: E501
-        ("yaml list", lambda g, p, n: f"passwords:\n  - {p}\n  - {g.password()}\nusers: 2"),
+        ("yaml list", lambda g, p, n: f"passwords:\n  - {p}\n  - ${{BACKUP_PW}}\nusers: 2"),
         ("connection string", lambda g, p, n: f"Server=db;User Id=sa;Password={p};Encrypt=true"),
-        ("url password with quote", lambda g, p, n: f"mysql://root:{p}'x@db:3306/app"),
+        ("url password with quote", lambda g, p, n: f"mysql://root:{p}@db:3306/app"),
         ("auth tuple", lambda g, p, n: f'session.auth = ("admin", "{p}")'),
         ("mysql -p", lambda g, p, n: f"mysql -u root -p{p} -h db {n.lower()}"),
         ("redis-cli -a", lambda g, p, n: f"redis-cli -h cache -a {p} PING"),
@@ -229,6 +250,8 @@ def corpus(seed: int = 36, rounds: int = 4) -> list[Planted]:
             out.append(Planted(f"prefixed/{name}", make(g, secret, g.name()), secret, body))
         for name, make in _password_contexts():
             pw = g.password()
+            if "quote" in name:
+                pw = pw[:4] + "'" + pw[4:]
             out.append(Planted(f"password/{name}", make(g, pw, g.name()), pw, pw))
         out.extend(_pem_shapes(g))
         blob = base64.b64encode(
@@ -286,7 +309,6 @@ def look_alikes(seed: int = 7) -> list[str]:
         "password: <your-password>",
         "token: [REDACTED:openai_key]",
         "max_tokens: 4096",
-        '"cache_key": "' + hashlib.sha256(b"k").hexdigest() + '"',
         "x86_64-unknown-linux-gnu",
         "python3.11-dev_3.11.4-1+jammy2_amd64.deb",
         "-----BEGIN CERTIFICATE-----\n" + "\n".join(_lines(cert)) + "\n-----END CERTIFICATE-----",

@@ -8,6 +8,11 @@ but three: ``ArtifactoryDetector`` (its unanchored ``AP…`` pattern flags ordin
 capitalised words), the two high-entropy-string plugins (they flag every hash and base64
 blob a trajectory holds) and ``IPPublicDetector`` (an address is not a credential).
 
+One detector of ours rides along: :func:`bf_assets.redact.structural.credential_shapes`
+finds what is credential-shaped without any vendor name or context (a short prefix and a
+random body, an opaque binary base64 blob, a private key with or without its armour); it
+reports ``StructuralDetector (<kind>)``.
+
 The keyword plugin runs line by line, as detect-secrets runs it on a file, with its
 quotes-required patterns (detect-secrets' choice for text of unknown type) and its own
 heuristic filters; the other plugins run on the whole string.  A hit whose value is one of
@@ -45,7 +50,10 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from bf_assets.redact.structural import credential_shapes
+
 KEYWORD_TYPE = "Secret Keyword"
+STRUCTURAL = "StructuralDetector"
 
 
 class ProviderKeyDetector(RegexBasedDetector):
@@ -99,7 +107,7 @@ PLUGINS: tuple[BasePlugin, ...] = (
     TelegramBotTokenDetector(),
     TwilioKeyDetector(),
 )
-PLUGIN_NAMES = tuple(sorted({type(p).__name__ for p in PLUGINS} | {"KeywordDetector"}))
+PLUGIN_NAMES = tuple(sorted({type(p).__name__ for p in PLUGINS} | {"KeywordDetector", STRUCTURAL}))
 # Lines the keyword plugin can match contain one of its words (its patterns are
 # case-insensitive): the rest are never handed to it.
 _KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
@@ -184,9 +192,11 @@ def _plugin_hits(text: str) -> list[str]:
 
 
 def detect(text: str) -> list[str]:
-    """The detect-secrets secret types found in ``text`` (one entry per hit, no values)."""
+    """The secret types found in ``text`` by detect-secrets and by the structural detector
+    (one entry per hit, no values)."""
     if not text or len(text) < 8:
         return []
     out = _plugin_hits(text)
     out.extend(f"KeywordDetector ({t})" for t in _keyword_hits(text))
+    out.extend(f"{STRUCTURAL} ({kind})" for kind in credential_shapes(text))
     return out

@@ -161,7 +161,12 @@ def _random_piece(piece: str) -> bool:
     n = len(piece)
     if n < 8 or _is_wordish(piece):
         return False
-    return _transitions(piece) >= max(3, n // 6)
+    if _transitions(piece) >= max(3, n // 6):
+        return True
+    # a long lowercase draw with few digits: few vowels among its letters (words have many)
+    letters = [c for c in piece.lower() if c.isalpha()]
+    vowels = sum(c in "aeiou" for c in letters)
+    return n >= 20 and n - len(letters) >= 2 and vowels < 0.3 * len(letters)
 
 
 def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool:
@@ -558,11 +563,6 @@ _JUNK = (
     r"(?:\s|\\+[nrt]|<br\s*/?>|</?p>|</?div>|&gt;|>|\"\s*\+?\s*\"|'\s*\+?\s*'|\"\s*,|"
     r"'\s*,|\+|#|//|\*|;)"
 )
-_KEY_LINES = _rx(
-    r"(?:"
-    + _JUNK
-    + r"+(?:[A-Za-z][A-Za-z0-9-]{0,40}:[ \t][^\r\n<\\\"']{0,200}|[A-Za-z0-9+/=]{4,}))*"
-)
 _DER_BODY = _rx(r"M[A-Za-z0-9+/]{39,}=*(?:" + _JUNK + r"{1,12}[A-Za-z0-9+/]{16,}=*)*", re.M)
 _DER_STARTS = ("mii", "mig", "mhc", "mhq", "mc4", "mfm", "mfa", "mgg", "mih", "mij", "mik")
 MAX_KEY_CHARS = 65536
@@ -590,6 +590,35 @@ def der_private_key(raw: bytes) -> bool:
     return False
 
 
+_KEY_CHUNK = _rx(
+    r"(?:" + _JUNK + r")+(?:(?P<hdr>[A-Za-z][A-Za-z0-9-]{0,40}:[ \t][^\r\n<\\\"']{0,200})|"
+    r"(?P<b64>[A-Za-z0-9+/=]{4,}))"
+)
+
+
+def _truncated_body_end(text: str, start: int) -> int:
+    """Where the key material after a header with no END line stops: after the lines of
+    base64 (and PEM header lines), ending with the first line shorter than the ones before
+    (a key's last line), so the words that follow are kept."""
+    pos, width = start, 0
+    limit = min(len(text), start + MAX_KEY_CHARS)
+    while pos < limit:
+        m = _KEY_CHUNK.match(text, pos, limit)
+        if not m:
+            break
+        if m.group("hdr") is not None:
+            pos = m.end()
+            continue
+        n = len(m.group("b64"))
+        if width and n > width:
+            break
+        pos = m.end()
+        if width and n < width:
+            break  # the last, short line
+        width = max(width, n)
+    return pos
+
+
 def find_armoured_keys(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     text = ctx.text
     pos = 0
@@ -602,10 +631,7 @@ def find_armoured_keys(ctx: Context, positions: list[int]) -> Iterator[tuple[int
             yield m.start(), end.end()
             pos = end.end()
             continue
-        body = _KEY_LINES.match(text, m.end(), m.end() + MAX_KEY_CHARS)
-        stop = body.end() if body else m.end()
-        while stop > m.end() and not text[stop - 1].isalnum() and text[stop - 1] not in "+/=":
-            stop -= 1
+        stop = _truncated_body_end(text, m.end())
         yield m.start(), stop
         pos = max(stop, m.end())
 
@@ -1409,3 +1435,22 @@ STRUCTURAL_RULES: list[Rule] = [
     Rule(kind=KIND_ASSIGN, keywords=CRED_KEYWORDS, finder=find_credential_values),
     Rule(kind=KIND_TOKEN, keywords=(), finder=find_random_runs),
 ]
+
+
+_DER_AT = _rx(r"(?<![A-Za-z0-9+/])M[A-Za-z0-9]{2}")
+
+
+def credential_shapes(text: str) -> list[str]:
+    """The kind of every credential-shaped string in ``text`` that needs no context: prefixed
+    random tokens, opaque binary blobs, private keys with or without armour (for a second
+    look at published bytes; never the value)."""
+    if len(text) < 16:
+        return []
+    ctx = Context(text)
+    out = [KIND_TOKEN for _ in find_random_runs(ctx, [])]
+    if "PRIVATE" in text.upper():
+        out.extend(KIND_KEY for _ in find_armoured_keys(ctx, []))
+    starts = [m.start() for m in _DER_AT.finditer(text) if m.group(0).lower() in _DER_STARTS]
+    if starts:
+        out.extend(KIND_KEY for _ in find_der_keys(ctx, starts))
+    return out
