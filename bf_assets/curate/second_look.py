@@ -180,15 +180,20 @@ def _denylists() -> tuple[re.Pattern[str], ...] | None:
 _DENYLISTS = _denylists()
 
 
-def _plugin_hits(text: str) -> list[str]:
+def _plugin_found(text: str) -> list[tuple[str, str]]:
+    """``(plugin (secret type), value)`` of every plugin hit."""
     if _DENYLISTS is not None and not any(rx.search(text) for rx in _DENYLISTS):
         return []
     return [
-        f"{type(plugin).__name__} ({plugin.secret_type})"
+        (f"{type(plugin).__name__} ({plugin.secret_type})", value)
         for plugin in PLUGINS
         for value in plugin.analyze_string(text)
         if value and not _ours(value)
     ]
+
+
+def _plugin_hits(text: str) -> list[str]:
+    return [name for name, _ in _plugin_found(text)]
 
 
 def detect(text: str) -> list[str]:
@@ -196,7 +201,12 @@ def detect(text: str) -> list[str]:
     (one entry per hit, no values)."""
     if not text or len(text) < 8:
         return []
-    out = _plugin_hits(text)
+    found = _plugin_found(text)
+    out = [name for name, _ in found]
     out.extend(f"KeywordDetector ({t})" for t in _keyword_hits(text))
-    out.extend(f"{STRUCTURAL} ({kind})" for kind in credential_shapes(text))
+    values = [v for _, v in found]
+    for kind, s, e in credential_shapes(text):
+        shape = text[s:e]
+        if not any(shape in v or v in shape for v in values):  # one finding a secret
+            out.append(f"{STRUCTURAL} ({kind})")
     return out

@@ -96,6 +96,7 @@ def is_placeholder(value: str) -> bool:
     return (
         not v
         or is_marker(v)
+        or "REDACTED" in v
         or bool(_PLACEHOLDER.fullmatch(v))
         or bool(_CODE.match(v))
         or v.startswith(("$", "`", "%"))
@@ -125,7 +126,7 @@ def _looks_base64_run(v: str) -> bool:
     return len(v) >= 16 and any(_random_piece(p) for p in parts) and not v.startswith(("/", "~"))
 
 
-_WORD_NUMBER = _rx(r"[A-Za-z]+\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
+_WORD_NUMBER = _rx(r"[A-Za-z]{1,12}\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
 
 
 def _is_wordish(piece: str) -> bool:
@@ -155,6 +156,9 @@ def _transitions(piece: str) -> int:
     return n
 
 
+_CONSONANTS = _rx(r"[b-df-hj-np-tv-z]{5}")
+
+
 def _random_piece(piece: str) -> bool:
     """A piece that reads as random: long enough, and classes interleaved as in a random
     draw (a word, a number, a version or camelCase does not)."""
@@ -166,7 +170,9 @@ def _random_piece(piece: str) -> bool:
     # a long lowercase draw with few digits: few vowels among its letters (words have many)
     letters = [c for c in piece.lower() if c.isalpha()]
     vowels = sum(c in "aeiou" for c in letters)
-    return n >= 20 and n - len(letters) >= 2 and vowels < 0.3 * len(letters)
+    if n < 20 or n == len(letters):
+        return False
+    return vowels < 0.32 * len(letters) or bool(_CONSONANTS.search(piece.lower()))
 
 
 def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool:
@@ -181,6 +187,9 @@ def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool
         return False
     pieces = [p for p in re.split(r"[^A-Za-z0-9]+", value) if p]
     rand = sum(len(p) for p in pieces if _random_piece(p) or (len(p) >= 4 and _HEX_MIX(p)))
+    odd = [p for p in pieces if len(p) >= 4 and not _is_wordish(p) and _transitions(p) >= 1]
+    if len(odd) >= 3 and sum(map(len, odd)) >= 16:  # short random pieces: ``ab1cd-e2fgh-...``
+        rand = max(rand, sum(map(len, odd)))
     if rand < min(12, len(core)):
         return False
     ent = entropy(core)
@@ -377,9 +386,19 @@ _ID_PREFIXES = frozenset(
         "sandbox",
     ]
 )
-_CRED_PREFIX = _rx(
-    r"(?i)(?:.*[^a-z])?(?:[a-z]*(?:key|token|tok|secret|sec|pat|api|auth|cred|pass)|sk|pk|rk|ak)$"
+# API object ids written with ``_`` only (``fc_...`` is an OpenAI item, ``fc-...`` a key)
+_ID_UNDERSCORE = frozenset(
+    """fc rs ws ci ig lc vs pi ch in si ii py pm tc mcp ctc cua cus evt txn src acct prod price
+    sub seti item conv vsfb""".split()
 )
+_CRED_WORD = _rx(r"(?i)[a-z]*(?:key|token|tok|secret|sec|pat|api|auth|cred|pass)|sk|pk|rk|ak")
+
+
+def _cred_prefix(prefix: str) -> bool:
+    """A prefix holding a credential word (``sk-lf-``, ``abc_pat_``, ``mykey-``)."""
+    return any(_CRED_WORD.fullmatch(w) for w in re.split(r"[^A-Za-z0-9]+", prefix) if w)
+
+
 _ROLLOUT_ID = _rx(r"[A-Za-z0-9][A-Za-z0-9._-]*__[A-Za-z0-9]{4,12}")
 
 
@@ -393,7 +412,7 @@ def _prefix_split(token: str) -> tuple[str, str] | None:
         piece = parts[i]
         if not piece or len(piece) > 12 or _random_piece(piece):
             break
-        if i > 0 and (len(piece) > 8 or not piece.isalnum()):
+        if i > 0 and (len(piece) > 8 or not piece.isalnum() or not _is_wordish(piece)):
             break
         prefix += piece + parts[i + 1]
         i += 2
@@ -413,17 +432,26 @@ def token_is_credential(token: str) -> bool:
     """A prefixed token whose body reads as a random credential."""
     if _ROLLOUT_ID.fullmatch(token):
         return False
+    m = _UUID.search(token)
+    if m and not _cred_prefix(token[: m.start()]):
+        return False  # a UUID, or an id made of one (``run-<uuid>``)
     split = _prefix_split(token)
     if split is None:
         return False
     prefix, body = split
     words = [w for w in re.split(r"[_\-]+", prefix.lower()) if w]
-    if not words or words[0] in _ID_PREFIXES or "".join(words) in _ID_PREFIXES:
+    if not words or (len(words) > 1 and "".join(words) in _ID_PREFIXES):
+        return False
+    if words[0] in _ID_PREFIXES and (
+        words[0] not in _ID_UNDERSCORE or prefix[len(words[0])] == "_"
+    ):
         return False
     first = prefix.split("_")[0].split("-")[0]
+    if len(first) >= 6 and _HEX.fullmatch(first):
+        return False  # hex pieces joined: an id or a digest, not a vendor's code
     if not (first.isalnum() and first[0].isalpha() and (first.islower() or first.isupper())):
         return False  # a vendor's code is one case (``Ab3_...`` is a piece of base64)
-    cred = bool(_CRED_PREFIX.match(prefix.rstrip("_-")))
+    cred = _cred_prefix(prefix)
     if _UUID.fullmatch(body):
         return cred
     core = re.sub(r"[^A-Za-z0-9]", "", body)
@@ -532,10 +560,13 @@ def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
             continue
         if "+" in run or "/" in run or ("_" not in run and "-" not in run):
             continue
-        if text[e : e + 1] == "@" or len(_CLASS_CHANGE.findall(run, 0, 120)) < 3:
+        if text[e : e + 1] == "@" or len(_CLASS_CHANGE.findall(run, 0, 120)) < 2:
             continue
         if before == "\\" and run[0] in "nrt":
             run, s = run[1:], s + 1
+        inner = run.rstrip("=").rfind("=")
+        if inner >= 0:  # ``key=value`` glued into one run: the value
+            run, s = run[inner + 1 :], s + inner + 1
         t = _TOKEN_START.match(run)
         if t is None:
             continue
@@ -1031,7 +1062,7 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
             quoted = text[gm.end() : gm.end() + 1] in ("'", '"')
             if strength == "password" and not (quoted or _netrc_like(text, s)):
                 continue
-            if strength == "weak":
+            if strength == "weak" and not _strongly_random(text, gm.end()):
                 continue
         vstart = gm.end()
         if sep in (":", "=") and text[vstart : vstart + 1] in ("|", ">", "\n"):
@@ -1056,6 +1087,12 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
             continue
         if _accept(value, strength, sep):
             yield v
+
+
+def _strongly_random(text: str, i: int) -> bool:
+    """A long random value right after a credential word and a space (``mistral key X``)."""
+    v = _value_at(text, i, min(len(text), i + 512))
+    return v is not None and looks_random(text[v[0] : v[1]], min_len=24)
 
 
 _PREV_WORD = _rx(r"([A-Za-z]{2,16})[ \t]\Z")
@@ -1440,17 +1477,17 @@ STRUCTURAL_RULES: list[Rule] = [
 _DER_AT = _rx(r"(?<![A-Za-z0-9+/])M[A-Za-z0-9]{2}")
 
 
-def credential_shapes(text: str) -> list[str]:
-    """The kind of every credential-shaped string in ``text`` that needs no context: prefixed
-    random tokens, opaque binary blobs, private keys with or without armour (for a second
-    look at published bytes; never the value)."""
+def credential_shapes(text: str) -> list[tuple[str, int, int]]:
+    """``(kind, start, end)`` of every credential-shaped string in ``text`` that needs no
+    context: prefixed random tokens, opaque binary blobs, private keys with or without
+    armour (for a second look at published bytes, which reports the kind, never the value)."""
     if len(text) < 16:
         return []
     ctx = Context(text)
-    out = [KIND_TOKEN for _ in find_random_runs(ctx, [])]
+    out = [(KIND_TOKEN, s, e) for s, e in find_random_runs(ctx, [])]
     if "PRIVATE" in text.upper():
-        out.extend(KIND_KEY for _ in find_armoured_keys(ctx, []))
+        out.extend((KIND_KEY, s, e) for s, e in find_armoured_keys(ctx, []))
     starts = [m.start() for m in _DER_AT.finditer(text) if m.group(0).lower() in _DER_STARTS]
     if starts:
-        out.extend(KIND_KEY for _ in find_der_keys(ctx, starts))
+        out.extend((KIND_KEY, s, e) for s, e in find_der_keys(ctx, starts))
     return out
