@@ -126,7 +126,7 @@ def _looks_base64_run(v: str) -> bool:
     return len(v) >= 16 and any(_random_piece(p) for p in parts) and not v.startswith(("/", "~"))
 
 
-_WORD_NUMBER = _rx(r"[A-Za-z]{1,12}\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
+_WORD_NUMBER = _rx(r"([A-Za-z]{1,40})\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
 
 
 def _is_wordish(piece: str) -> bool:
@@ -139,10 +139,18 @@ def _is_wordish(piece: str) -> bool:
     if piece.isalpha():
         if piece.islower() or piece.isupper() or piece[1:].islower():
             return True
+        # camelCase: words of 3+ letters after the first, acronyms of up to 5 capitals
         pieces = _CAMEL_PIECES.findall(piece)
-        return sum(len(p) for p in pieces) / max(1, len(pieces)) >= 3
+        return all(
+            (p.isupper() and len(p) <= 5)
+            or len(p) >= 3
+            or i == 0
+            or (len(p) == 2 and p[1] in "aeiouy" or p[0] in "AEIOUY")  # To, Of, By, In
+            for i, p in enumerate(pieces)
+        )
     # letters then a few digits (python3, gpt4o, v20240229), or digits then letters (32b)
-    return bool(_WORD_NUMBER.fullmatch(piece))
+    m = _WORD_NUMBER.fullmatch(piece)
+    return bool(m) and (not m.group(1) or _is_wordish(m.group(1)))
 
 
 def _transitions(piece: str) -> int:
@@ -222,169 +230,20 @@ def looks_password(value: str) -> bool:
 # ids that only look like credentials: API object ids, our contract's ids, digests named by
 # their algorithm, build and cache names
 _ID_PREFIXES = frozenset(
-    [
-        "call",
-        "toolu",
-        "srvtoolu",
-        "msg",
-        "msgbatch",
-        "chatcmpl",
-        "cmpl",
-        "req",
-        "request",
-        "resp",
-        "response",
-        "run",
-        "file",
-        "asst",
-        "thread",
-        "batch",
-        "ft",
-        "ftjob",
-        "org",
-        "user",
-        "proj",
-        "item",
-        "fc",
-        "rs",
-        "ws",
-        "mcp",
-        "ctc",
-        "cua",
-        "ci",
-        "ig",
-        "lc",
-        "gen",
-        "conv",
-        "vs",
-        "vsfb",
-        "step",
-        "span",
-        "trace",
-        "evt",
-        "cus",
-        "pi",
-        "ch",
-        "in",
-        "sub",
-        "prod",
-        "price",
-        "acct",
-        "txn",
-        "src",
-        "pm",
-        "seti",
-        "si",
-        "ii",
-        "py",
-        "tool",
-        "toolcall",
-        "tc",
-        "task",
-        "trial",
-        "job",
-        "rollout",
-        "session",
-        "sess",
-        "id",
-        "uuid",
-        "guid",
-        "build",
-        "commit",
-        "sha",
-        "sha1",
-        "sha224",
-        "sha256",
-        "sha384",
-        "sha512",
-        "sha3",
-        "md5",
-        "blake2b",
-        "hash",
-        "digest",
-        "checksum",
-        "etag",
-        "rev",
-        "revision",
-        "ver",
-        "version",
-        "node",
-        "pod",
-        "container",
-        "layer",
-        "blob",
-        "img",
-        "image",
-        "obj",
-        "object",
-        "doc",
-        "page",
-        "ref",
-        "tmp",
-        "temp",
-        "cache",
-        "test",
-        "mock",
-        "dummy",
-        "example",
-        "fake",
-        "sample",
-        "data",
-        "css",
-        "sc",
-        "chunk",
-        "app",
-        "main",
-        "index",
-        "vendor",
-        "polyfills",
-        "runtime",
-        "styles",
-        "workbox",
-        "framework",
-        "webpack",
-        "module",
-        "pkg",
-        "package",
-        "lib",
-        "release",
-        "tag",
-        "branch",
-        "feature",
-        "fix",
-        "bugfix",
-        "hotfix",
-        "dependabot",
-        "renovate",
-        "snyk",
-        "run_id",
-        "event",
-        "thread_id",
-        "block",
-        "cell",
-        "node_id",
-        "tx",
-        "sig",
-        "nonce",
-        "salt",
-        "iv",
-        "seed",
-        "i",
-        "vpc",
-        "subnet",
-        "sg",
-        "ami",
-        "vol",
-        "snap",
-        "eni",
-        "igw",
-        "rtb",
-        "acl",
-        "nat",
-        "eipalloc",
-        "lt",
-        "sandbox",
-    ]
+    """call toolu srvtoolu msg msgbatch chatcmpl cmpl req request resp response run file asst
+    thread batch ft ftjob org user proj item fc rs ws mcp ctc cua ci ig lc gen conv vs vsfb
+    step span trace evt cus pi ch in sub prod price acct txn src pm seti si ii py tool
+    toolcall tc task trial job rollout session sess id uuid guid tmp temp cache test mock
+    dummy example fake sample css sc chunk app main index vendor polyfills runtime styles
+    workbox framework webpack module nonce salt iv seed i vpc subnet sg ami vol snap eni igw
+    rtb acl nat eipalloc lt sandbox""".split()
+)
+# words that name a hash or a version: after them a hex (or numeric) body is a digest or an id
+_HEX_ID_PREFIXES = frozenset(
+    """build commit sha sha1 sha224 sha256 sha384 sha512 sha3 md5 blake2b hash digest checksum
+    etag rev revision ver version node pod container layer blob img image obj object doc
+    page ref data pkg package lib release tag branch feature fix bugfix hotfix dependabot
+    renovate snyk run_id event thread_id block cell node_id tx sig""".split()
 )
 # API object ids written with ``_`` only (``fc_...`` is an OpenAI item, ``fc-...`` a key)
 _ID_UNDERSCORE = frozenset(
@@ -414,6 +273,8 @@ def _prefix_split(token: str) -> tuple[str, str] | None:
             break
         if i > 0 and (len(piece) > 8 or not piece.isalnum() or not _is_wordish(piece)):
             break
+        if i > 0 and not (piece.islower() or piece.isdigit()):
+            break  # a vendor's prefix is one case: ``ab-CD9EF-`` starts the body
         prefix += piece + parts[i + 1]
         i += 2
         # stop once what follows is long and random (the body begins)
@@ -444,6 +305,11 @@ def token_is_credential(token: str) -> bool:
         return False
     if words[0] in _ID_PREFIXES and (
         words[0] not in _ID_UNDERSCORE or prefix[len(words[0])] == "_"
+    ):
+        return False
+    core = re.sub(r"[^A-Za-z0-9]", "", body)
+    if (words[0] in _HEX_ID_PREFIXES or "".join(words) in _HEX_ID_PREFIXES) and _HEX.fullmatch(
+        core
     ):
         return False
     first = prefix.split("_")[0].split("-")[0]
