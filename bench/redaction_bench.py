@@ -140,7 +140,7 @@ def main() -> None:
     args = ap.parse_args()
     full, without = rule_sets()
 
-    print("(a) secrets of unlisted vendors and shapes (generated, seed %d)" % args.seed)
+    print(f"(a) secrets of unlisted vendors and shapes (generated, seed {args.seed})")
     for label, rules in (("with structural rules", full), ("without", without)):
         counts, leaks = caught(rules, args.seed, args.rounds)
         total = sum(counts.values())

@@ -76,6 +76,7 @@ _PLACEHOLDER = _rx(
     r"(?:your|my|the|an?|some|insert|enter|put|replace|add)[-_ ].*|.*[-_ ](?:here|goes|placeholder)|"
     r"(?:sk|pk|key|token|secret)[-_]?(?:x+|\*+|\.+|0+|1234.*|abc.*|test|example|dummy|fake|xxx.*))"
 )
+_DOTTED = _rx(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){2,}")
 _CODE = _rx(
     r"(?:os\.(?:environ|getenv)|process\.env|getenv|env(?:iron)?\[|System\.getenv|"
     r"ENV\[|Deno\.env|import\.meta\.env|self\.|this\.|config\.|settings\.|args\.|"
@@ -84,21 +85,27 @@ _CODE = _rx(
 _IDENT_WORDS = _rx(r"_*[A-Za-z]+(?:[_\-. ][A-Za-z]+)*")  # words joined: an identifier or prose
 _CAMEL_PIECES = _rx(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _PATHLIKE = _rx(r"(?:[~.]{0,2}/|[A-Za-z]:\\|\\\\)[^\s]*|[^\s/]+(?:/[^\s/]+)+/?")
-_FILE_EXT = _rx(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
 _EMAIL = _rx(r"[^@\s]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _URLISH = _rx(r"(?i)(?:[a-z][a-z0-9+.-]*:)?//")
+
+
+_EXAMPLE_WORDS = frozenset(
+    {"pass", "pw", "pwd", "passwd", "user", "username", "foo", "bar", "baz", "qux", "value"}
+)
 
 
 def is_placeholder(value: str) -> bool:
     """Values that stand for a secret without being one (``${VAR}``, ``<token>``, ``xxxx``,
     ``your-api-key``, our markers, an environment lookup)."""
-    v = value.strip()
+    v = value.strip().strip("()[]{}")
     return (
         not v
+        or v.lower() in _EXAMPLE_WORDS
         or is_marker(v)
         or "REDACTED" in v
         or bool(_PLACEHOLDER.fullmatch(v))
         or bool(_CODE.match(v))
+        or bool(_DOTTED.fullmatch(v))
         or v.startswith(("$", "`", "%"))
     )
 
@@ -150,7 +157,23 @@ def _is_wordish(piece: str) -> bool:
         )
     # letters then a few digits (python3, gpt4o, v20240229), or digits then letters (32b)
     m = _WORD_NUMBER.fullmatch(piece)
-    return bool(m) and (not m.group(1) or _is_wordish(m.group(1)))
+    if m:
+        return not m.group(1) or _is_wordish(m.group(1))
+    # CamelCase with numbers: ``Ed25519PrivateKey``, ``PKCS12KeyTypes``, ``MLKEM768X25519``
+    pieces = _CAMEL_PIECES.findall(piece)
+    words = [p for p in pieces if not p.isdigit()]
+    lower_words = [p for p in words if not p.isupper()]
+    return (
+        sum(p.isdigit() for p in pieces) <= 2
+        and len(piece) >= 3.5 * len(pieces)
+        and any(len(p) >= 3 for p in lower_words)
+        and all(len(p) <= 5 for p in words if p.isupper())
+        and all(
+            (len(p) >= 3 or p[0] in "AEIOUY" or p[1:2] in ("a", "e", "i", "o", "u", "y"))
+            and any(c in "aeiouy" for c in p.lower())
+            for p in lower_words
+        )
+    )
 
 
 def _transitions(piece: str) -> int:
@@ -230,26 +253,39 @@ def looks_password(value: str) -> bool:
 # ids that only look like credentials: API object ids, our contract's ids, digests named by
 # their algorithm, build and cache names
 _ID_PREFIXES = frozenset(
-    """call toolu srvtoolu msg msgbatch chatcmpl cmpl req request resp response run file asst
-    thread batch ft ftjob org user proj item fc rs ws mcp ctc cua ci ig lc gen conv vs vsfb
-    step span trace evt cus pi ch in sub prod price acct txn src pm seti si ii py tool
-    toolcall tc task trial job rollout session sess id uuid guid tmp temp cache test mock
-    dummy example fake sample css sc chunk app main index vendor polyfills runtime styles
-    workbox framework webpack module nonce salt iv seed i vpc subnet sg ami vol snap eni igw
-    rtb acl nat eipalloc lt sandbox""".split()
-)
+    {
+        "call", "toolu", "srvtoolu", "msg", "msgbatch", "chatcmpl", "cmpl", "req", "request",
+        "resp", "response", "run", "file", "asst", "thread", "batch", "ft", "ftjob", "org",
+        "user", "proj", "item", "fc", "rs", "ws", "mcp", "ctc", "cua", "ci", "ig", "lc", "gen",
+        "conv", "vs", "vsfb", "step", "span", "trace", "evt", "cus", "pi", "ch", "in", "sub",
+        "prod", "price", "acct", "txn", "src", "pm", "seti", "si", "ii", "py", "tool", "toolcall",
+        "tc", "task", "trial", "job", "rollout", "session", "sess", "id", "uuid", "guid", "tmp",
+        "temp", "cache", "test", "mock", "dummy", "example", "fake", "sample", "css", "sc",
+        "chunk", "app", "main", "index", "vendor", "polyfills", "runtime", "styles", "workbox",
+        "framework", "webpack", "module", "nonce", "salt", "iv", "seed", "i", "vpc", "subnet",
+        "sg", "ami", "vol", "snap", "eni", "igw", "rtb", "acl", "nat", "eipalloc", "lt",
+        "sandbox",
+    }
+)  # fmt: skip
 # words that name a hash or a version: after them a hex (or numeric) body is a digest or an id
 _HEX_ID_PREFIXES = frozenset(
-    """build commit sha sha1 sha224 sha256 sha384 sha512 sha3 md5 blake2b hash digest checksum
-    etag rev revision ver version node pod container layer blob img image obj object doc
-    page ref data pkg package lib release tag branch feature fix bugfix hotfix dependabot
-    renovate snyk run_id event thread_id block cell node_id tx sig""".split()
-)
+    {
+        "build", "commit", "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "sha3", "md5",
+        "blake2b", "hash", "digest", "checksum", "etag", "rev", "revision", "ver", "version",
+        "node", "pod", "container", "layer", "blob", "img", "image", "obj", "object", "doc",
+        "page", "ref", "data", "pkg", "package", "lib", "release", "tag", "branch", "feature",
+        "fix", "bugfix", "hotfix", "dependabot", "renovate", "snyk", "run_id", "event",
+        "thread_id", "block", "cell", "node_id", "tx", "sig",
+    }
+)  # fmt: skip
 # API object ids written with ``_`` only (``fc_...`` is an OpenAI item, ``fc-...`` a key)
 _ID_UNDERSCORE = frozenset(
-    """fc rs ws ci ig lc vs pi ch in si ii py pm tc mcp ctc cua cus evt txn src acct prod price
-    sub seti item conv vsfb""".split()
-)
+    {
+        "fc", "rs", "ws", "ci", "ig", "lc", "vs", "pi", "ch", "in", "si", "ii", "py", "pm", "tc",
+        "mcp", "ctc", "cua", "cus", "evt", "txn", "src", "acct", "prod", "price", "sub", "seti",
+        "item", "conv", "vsfb",
+    }
+)  # fmt: skip
 _CRED_WORD = _rx(r"(?i)[a-z]*(?:key|token|tok|secret|sec|pat|api|auth|cred|pass)|sk|pk|rk|ak")
 
 
@@ -426,7 +462,7 @@ def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
             continue
         if "+" in run or "/" in run or ("_" not in run and "-" not in run):
             continue
-        if text[e : e + 1] == "@" or len(_CLASS_CHANGE.findall(run, 0, 120)) < 2:
+        if text[e : e + 1] in ("@", "[", "(", "{") or len(_CLASS_CHANGE.findall(run, 0, 120)) < 2:
             continue
         if before == "\\" and run[0] in "nrt":
             run, s = run[1:], s + 1
@@ -576,151 +612,30 @@ _STRONG_END = frozenset(
     {"token", "secret", "apikey", "credential", "credentials", "signature", "sig", "sas", "pat"}
 )
 _KEY_QUALIFIERS = frozenset(
-    [
-        "api",
-        "access",
-        "secret",
-        "private",
-        "auth",
-        "client",
-        "account",
-        "master",
-        "signing",
-        "encryption",
-        "license",
-        "licence",
-        "service",
-        "app",
-        "consumer",
-        "admin",
-        "root",
-        "deploy",
-        "ingest",
-        "sdk",
-        "subscription",
-        "storage",
-        "shared",
-        "session",
-        "webhook",
-        "hmac",
-        "jwt",
-        "personal",
-        "user",
-        "write",
-        "read",
-        "management",
-        "project",
-        "server",
-        "dev",
-        "prod",
-    ]
-)
+    {
+        "api", "access", "secret", "private", "auth", "client", "account", "master", "signing",
+        "encryption", "license", "licence", "service", "app", "consumer", "admin", "root",
+        "deploy", "ingest", "sdk", "subscription", "storage", "shared", "session", "webhook",
+        "hmac", "jwt", "personal", "user", "write", "read", "management", "project", "server",
+        "dev", "prod",
+    }
+)  # fmt: skip
 _NOT_SECRET_NEAR = frozenset(
-    [
-        "max",
-        "min",
-        "num",
-        "total",
-        "input",
-        "output",
-        "prompt",
-        "completion",
-        "reasoning",
-        "cache",
-        "cached",
-        "count",
-        "eos",
-        "bos",
-        "pad",
-        "unk",
-        "sep",
-        "cls",
-        "mask",
-        "special",
-        "next",
-        "page",
-        "csrf",
-        "xsrf",
-        "public",
-        "pub",
-        "primary",
-        "foreign",
-        "sort",
-        "partition",
-        "idempotency",
-        "row",
-        "hash",
-        "dict",
-        "map",
-        "lookup",
-        "join",
-        "unique",
-        "object",
-        "file",
-        "bucket",
-        "group",
-        "index",
-        "cursor",
-        "message",
-        "i18n",
-        "translation",
-        "label",
-        "type",
-        "kind",
-        "name",
-        "id",
-        "ids",
-        "length",
-        "limit",
-        "usage",
-        "budget",
-        "path",
-        "url",
-        "uri",
-        "env",
-        "var",
-        "field",
-        "header",
-        "prefix",
-        "format",
-        "policy",
-        "manager",
-        "store",
-        "vault",
-        "rotation",
-        "expiry",
-        "expires",
-        "expiration",
-        "ttl",
-        "scope",
-        "scopes",
-        "method",
-        "mode",
-        "provider",
-        "required",
-        "enabled",
-        "strength",
-        "hint",
-        "reset",
-        "hotkey",
-        "keyboard",
-        "shortcut",
-        "dataset",
-        "public_key",
-        "fingerprint",
-        "salt",
-        "algorithm",
-        "algo",
-        "size",
-        "bits",
-        "response",
-        "first",
-        "last",
-        "stop",
-        "start",
+    {
+        "max", "min", "num", "total", "input", "output", "prompt", "completion", "reasoning",
+        "cache", "cached", "count", "eos", "bos", "pad", "unk", "sep", "cls", "mask", "special",
+        "next", "page", "csrf", "xsrf", "public", "pub", "primary", "foreign", "sort",
+        "partition", "idempotency", "row", "hash", "dict", "map", "lookup", "join", "unique",
+        "object", "file", "bucket", "group", "index", "cursor", "message", "i18n", "translation",
+        "label", "type", "kind", "name", "id", "ids", "length", "limit", "usage", "budget",
+        "path", "url", "uri", "env", "var", "field", "header", "prefix", "format", "policy",
+        "manager", "store", "vault", "rotation", "expiry", "expires", "expiration", "ttl",
+        "scope", "scopes", "method", "mode", "provider", "required", "enabled", "strength",
+        "hint", "reset", "hotkey", "keyboard", "shortcut", "dataset", "public_key", "fingerprint",
+        "salt", "algorithm", "algo", "size", "bits", "response", "first", "last", "stop", "start",
         "end",
-    ]
-)
+    }
+)  # fmt: skip
 
 
 def key_strength(ident: str) -> str | None:
@@ -759,10 +674,9 @@ def key_strength(ident: str) -> str | None:
 _GAP = _rx(
     r"(?:\\?[\"'`]|\]|\))?[ \t]*"
     r"(?P<sep></[A-Za-z][A-Za-z0-9:-]{0,20}>|[ \t]+(?:is|was|equals|set[ \t]+to)[ \t]*:?(?=[ \t])|"
-    r":=|=>|==|=|:|\||>|\(|,|\s(?=[^\s]))"
-    r"(?:[ \t]*(?:<(?!/?(?:br|p)\b)[A-Za-z/][^<>\n]{0,60}>|\||\(|\[|,|\\?[\"'`]))*[ \t]*"
+    r":=|=>|==|=|:|\||>|\(|,|[ \t](?=[^\s]))"
+    r"(?:[ \t]*(?:<(?!/?(?:br|p)\b)[A-Za-z/][^<>\n]{0,60}>|\||\(|\[))*[ \t]*"
 )
-_ATTR_VALUE = _rx(r"\\?[\"'][ \t]*(?:value|val|secret|content|data)[ \t]*=[ \t]*")
 _UNQUOTED_END = frozenset(" \t\r\n\"'`,;&|<>(){}[]")
 
 
@@ -833,7 +747,6 @@ def _yaml_list(ctx: Context, start: int) -> Iterator[tuple[int, int]]:
             return
 
 
-_CALL_ARGS = _rx(r"[ \t]*(?:=[ \t]*)?\(?[ \t]*")
 _QUOTED = _rx(r"(?:[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*)?(\\?[\"'])(.{0,512}?)\1[ \t]*(,|\))")
 
 
@@ -1055,7 +968,8 @@ def find_url_secrets(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
             if not re.match(r"\d{1,5}/", pw) and not is_marker(pw):
                 yield m.span("pw")
         for m in _URL_USER.finditer(text, lo, line_end):
-            if looks_random(m.group("user"), min_len=16, hex_ok=True):
+            web = m.group(0).lower().startswith(("http", "git"))
+            if looks_random(m.group("user"), min_len=16, hex_ok=web):
                 yield m.span("user")
 
 
@@ -1198,9 +1112,8 @@ def _flag_value(
             yield vs + i + 1, ve
         return
     if how == PASSARG:
-        if value.startswith("pass:"):
-            if not is_placeholder(value[5:]):
-                yield vs + 5, ve
+        if value.startswith("pass:") and not is_placeholder(value[5:]):
+            yield vs + 5, ve
         return
     if how == NEXT_USER_ONLY:
         return
@@ -1325,18 +1238,20 @@ FLAG_KEYWORDS = (
     "/p:",
 )
 
+# ``min_len``: a shorter string is never handed to the finder
 STRUCTURAL_RULES: list[Rule] = [
     Rule(
         kind=KIND_KEY,
         keywords=("private key", "private\tkey", "privatekey"),
         finder=find_armoured_keys,
         whole_text=True,
+        min_len=32,
     ),
-    Rule(kind=KIND_KEY, keywords=_DER_STARTS, finder=find_der_keys),
-    Rule(kind=KIND_FLAG, keywords=FLAG_KEYWORDS, finder=find_secret_flags),
-    Rule(kind=KIND_ASSIGN, keywords=("://", ":\\/\\/"), finder=find_url_secrets),
-    Rule(kind=KIND_ASSIGN, keywords=CRED_KEYWORDS, finder=find_credential_values),
-    Rule(kind=KIND_TOKEN, keywords=(), finder=find_random_runs),
+    Rule(kind=KIND_KEY, keywords=_DER_STARTS, finder=find_der_keys, min_len=40),
+    Rule(kind=KIND_FLAG, keywords=FLAG_KEYWORDS, finder=find_secret_flags, min_len=6),
+    Rule(kind=KIND_ASSIGN, keywords=("://", ":\\/\\/"), finder=find_url_secrets, min_len=10),
+    Rule(kind=KIND_ASSIGN, keywords=CRED_KEYWORDS, finder=find_credential_values, min_len=6),
+    Rule(kind=KIND_TOKEN, keywords=(), finder=find_random_runs, min_len=16),
 ]
 
 
