@@ -110,6 +110,13 @@ def is_placeholder(value: str) -> bool:
     )
 
 
+def given_secret(value: str) -> bool:
+    """A value given where a secret goes (a flag's, a call's password argument) that is one:
+    not a placeholder and not a single letter or two (``curl -u u:p`` in documentation)."""
+    v = value.strip("`'\" ")
+    return len(v) >= 3 and not is_placeholder(v)
+
+
 def is_safe_shape(value: str) -> bool:
     """Values known to be safe whatever word they sit next to: UUIDs, hex digests,
     ``algo:``/``algo-`` digests, numbers, data/image URIs, URLs, paths, e-mail addresses."""
@@ -349,6 +356,8 @@ def token_is_credential(token: str) -> bool:
     ):
         return False
     first = prefix.split("_")[0].split("-")[0]
+    if first.isupper() and re.match(r"[A-Z]{2,}[_\-]", body):
+        return False  # CONSTANT_NAME_<suffix>: a name, not a vendor's code
     if len(first) >= 6 and _HEX.fullmatch(first):
         return False  # hex pieces joined: an id or a digest, not a vendor's code
     if not (first.isalnum() and first[0].isalpha() and (first.islower() or first.isupper())):
@@ -770,7 +779,7 @@ def _call_args(ctx: Context, ident_end: int) -> Iterator[tuple[int, int]]:
             break
     if len(args) >= 2:
         s, e = args[1]
-        if not is_placeholder(text[s:e]):
+        if given_secret(text[s:e]):
             yield s, e
     elif len(args) == 1:
         s, e = args[0]
@@ -1084,7 +1093,7 @@ def _flag_value(
             if text[vs : vs + 1] in "\"'":
                 vs += 1
             ve = e - (1 if text[e - 1 : e] in "\"'" and e - 1 > vs else 0)
-            if not is_placeholder(text[vs:ve]):
+            if given_secret(text[vs:ve]):
                 yield vs, ve
         return
     if word != flag and not word.startswith(flag + "="):
@@ -1108,14 +1117,14 @@ def _flag_value(
             i = value.find(",")
         if i < 0 or i == len(value) - 1:
             return
-        if not is_placeholder(value[i + 1 :]):
+        if given_secret(value[i + 1 :]):
             yield vs + i + 1, ve
         return
     if how == PASSARG:
-        if value.startswith("pass:") and not is_placeholder(value[5:]):
+        if value.startswith("pass:") and given_secret(value[5:]):
             yield vs + 5, ve
         return
-    if how == NEXT_USER_ONLY:
+    if how == NEXT_USER_ONLY or not given_secret(value):
         return
     yield vs, ve
 
@@ -1208,6 +1217,10 @@ def _long_flag(
         return
     if value.startswith(("env:", "file:", "fd:", "stdin", "@")):
         return  # a secret named by where it is, not given
+    if value.startswith("pass:"):
+        value, vs = value[5:], vs + 5
+    if not given_secret(value):
+        return
     pw = any(w in name.lower() for w in ("pass", "pwd"))
     if (pw and looks_password(value)) or looks_random(value, min_len=12, hex_ok=True):
         yield vs, ve
