@@ -451,7 +451,7 @@ def _blob_is_credential(text: str, s: int, e: int) -> bool:
 # a run of token or base64 characters: every candidate of both rules is one (a regex that
 # scans the text once; the runs are judged in Python)
 _RUN = _rx(r"[A-Za-z0-9+/=_\-]{16,}")
-_CLASS_CHANGE = _rx(r"[0-9](?=[A-Za-z])|[A-Za-z](?=[0-9])|[a-z](?=[A-Z])")
+_DIGIT = _rx(r"\d")
 _TOKEN_START = _rx(r"(?:\\[nrt])?(=*)([A-Za-z][A-Za-z0-9]{0,15}[_\-][A-Za-z0-9_\-]{14,600})$")
 
 
@@ -471,8 +471,10 @@ def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
             continue
         if "+" in run or "/" in run or ("_" not in run and "-" not in run):
             continue
-        if text[e : e + 1] in ("@", "[", "(", "{") or len(_CLASS_CHANGE.findall(run, 0, 120)) < 2:
+        if text[e : e + 1] in ("@", "[", "(", "{"):
             continue
+        if (run.islower() or run.isupper()) and not _DIGIT.search(run):
+            continue  # a snake_case or kebab-case name, a CONSTANT
         if before == "\\" and run[0] in "nrt":
             run, s = run[1:], s + 1
         inner = run.rstrip("=").rfind("=")
@@ -972,6 +974,8 @@ def find_url_secrets(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
     text = ctx.text
     for s, _e, line_end in ctx.windows(positions):
         lo = max(0, s - 256)
+        if text.find("@", s, line_end) < 0:
+            continue  # userinfo ends with ``@``
         for m in _URL_PW.finditer(text, lo, line_end):
             pw = m.group("pw")
             if not re.match(r"\d{1,5}/", pw) and not is_marker(pw):
@@ -1145,6 +1149,7 @@ def _htpasswd(args: list[tuple[str, int, int]], k: int) -> Iterator[tuple[int, i
 
 
 TOOL_WORDS = tuple(sorted({*TOOL_FLAGS, *(t for t, _ in SUBCOMMAND_FLAGS)}))
+_TOOLS = frozenset(w.split(" ")[0] for w in TOOL_WORDS)
 
 
 def _tool_flags(word: str, args: list[tuple[str, int, int]]) -> dict[str, str]:
@@ -1158,47 +1163,51 @@ def _tool_flags(word: str, args: list[tuple[str, int, int]]) -> dict[str, str]:
     return flags
 
 
+_WORD = _rx(r"[A-Za-z0-9_.\-/:]+")
+
+
 def find_secret_flags(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     """Flags that take a secret, in shell commands (tool-call arguments included)."""
     text = ctx.text
     n = len(text)
     done: set[int] = set()
     for p in sorted(set(positions)):
-        if p in done:
-            continue
         # the start of the word the keyword is in
         s = p
         while s > 0 and text[s - 1] not in _WORD_BEFORE:
             s -= 1
         if s in done:
             continue
-        word_m = _rx(r"[A-Za-z0-9_.\-/]+").match(text, s)
+        done.add(s)
+        word_m = _WORD.match(text, s)
         if not word_m:
             continue
         word = word_m.group(0)
         limit = min(n, s + 8192)
-        args = _args_from(text, word_m.end(), limit)
-        done.add(s)
-        flags = _tool_flags(word, args)
-        for k, (w, _a, _b) in enumerate(args):
-            if w.startswith("-") or w.startswith("/p:"):
-                for flag, how in flags.items():
-                    if how == HTPASSWD:
-                        if w.startswith("-") and "b" in w and k == 0 or (w == flag):
-                            yield from _htpasswd(args, k)
-                        continue
-                    if w == flag or w.startswith(flag):
-                        yield from _flag_value(text, args, k, flag, how)
-                name = w.split("=", 1)[0]
-                if _LONG_FLAG.match(name) and name not in flags:
-                    yield from _long_flag(text, args, k, name)
-        # a long flag anywhere (no known tool before it)
-        if not flags and text.startswith("-", s):
+        if word.startswith("-"):  # a long flag, whatever the tool
             name = word.split("=", 1)[0]
             if _LONG_FLAG.match(name):
                 own = _args_from(text, s, limit)
                 if own:
                     yield from _long_flag(text, own, 0, name)
+            continue
+        if word.rsplit("/", 1)[-1] not in _TOOLS:
+            continue  # the keyword inside another word (``gh`` in ``high``)
+        args = _args_from(text, word_m.end(), limit)
+        flags = _tool_flags(word, args)
+        for k, (w, _a, _b) in enumerate(args):
+            if not (w.startswith("-") or w.startswith("/p:")):
+                continue
+            for flag, how in flags.items():
+                if how == HTPASSWD:
+                    if (w.startswith("-") and "b" in w and k == 0) or w == flag:
+                        yield from _htpasswd(args, k)
+                    continue
+                if w == flag or w.startswith(flag):
+                    yield from _flag_value(text, args, k, flag, how)
+            name = w.split("=", 1)[0]
+            if _LONG_FLAG.match(name) and name not in flags:
+                yield from _long_flag(text, args, k, name)
 
 
 def _long_flag(
