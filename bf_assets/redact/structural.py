@@ -140,7 +140,7 @@ def _looks_base64_run(v: str) -> bool:
     return len(v) >= 16 and any(_random_piece(p) for p in parts) and not v.startswith(("/", "~"))
 
 
-_WORD_NUMBER = _rx(r"([A-Za-z]{1,40})\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
+_WORD_NUMBER = _rx(r"([A-Za-z]{1,12})\d{1,8}[A-Za-z]{0,2}|\d{1,8}[A-Za-z]{1,3}|v\d+(?:[a-z]+\d*)?")
 
 
 def _is_wordish(piece: str) -> bool:
