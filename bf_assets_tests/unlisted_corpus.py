@@ -248,6 +248,8 @@ def corpus(seed: int = 36, rounds: int = 4) -> list[Planted]:
         for name, make in _contexts_for_prefixed():
             secret, body = g.token()
             out.append(Planted(f"prefixed/{name}", make(g, secret, g.name()), secret, body))
+            bare = g.s(g.rng.randint(32, 64), ALNUM)  # a bare mixed-case key, no word near
+            out.append(Planted(f"bare base62/{name}", make(g, bare, g.name()), bare, bare))
         for name, make in _password_contexts():
             pw = g.password()
             if "quote" in name:

@@ -455,6 +455,30 @@ _DIGIT = _rx(r"\d")
 _TOKEN_START = _rx(r"(?:\\[nrt])?(=*)([A-Za-z][A-Za-z0-9]{0,15}[_\-][A-Za-z0-9_\-]{14,600})$")
 
 
+_B64_LINE = _rx(r"(?:\r?\n|\\r?\\n)[ \t>]*[A-Za-z0-9+/]{40,}={0,2}(?:\r?\n|\\r?\\n|$)")
+_B64_LINE_BEFORE = _rx(r"(?:^|\n|\\n)[ \t>]*[A-Za-z0-9+/]{40,}={0,2}(?:\r?\n|\\r?\\n)[ \t>]*\Z")
+
+
+def bare_token_is_credential(run: str) -> bool:
+    """A bare base62 run of a key's length that reads as a random draw: all three classes,
+    interleaved throughout, high entropy (no word, number, hex digest or camelCase name)."""
+    if not run.isalnum() or run.isdigit() or _HEX.fullmatch(run) or "=" in run:
+        return False
+    if run.islower() or run.isupper() or not _DIGIT.search(run):
+        return False
+    n = len(run)
+    return _transitions(run) >= n // 3 and entropy(run) >= min(4.4, math.log2(n) - 0.75)
+
+
+def _in_base64_block(text: str, s: int, e: int) -> bool:
+    """The run is a line of a base64 block (a certificate, a MIME body): a neighbouring
+    line is base64 too."""
+    for m in (_B64_LINE.match(text, e), _B64_LINE_BEFORE.search(text, max(0, s - 90), s)):
+        if m:
+            return True
+    return False
+
+
 def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, int]]:
     """Prefixed random tokens, and opaque binary base64 blobs."""
     text = ctx.text
@@ -469,7 +493,15 @@ def find_random_runs(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
         if len(run) >= 100 and e - s <= 8194 and _blob_is_credential(text, s, e):
             yield s, e
             continue
-        if "+" in run or "/" in run or ("_" not in run and "-" not in run):
+        if "+" in run or "/" in run:
+            continue
+        if "_" not in run and "-" not in run:
+            if (
+                32 <= len(run) <= 128
+                and bare_token_is_credential(run)
+                and not _in_base64_block(text, s, e)
+            ):
+                yield s, e  # a bare random key: upper, lower and digits interleaved
             continue
         if text[e : e + 1] in ("@", "[", "(", "{"):
             continue
