@@ -7,7 +7,8 @@ down; these rules find the credentials nobody listed, by what every credential l
   (``abcd_...``, ``ab-cd-...``, ``abc1_xy_...``) anywhere in text; the body must look random
   (length, entropy, letters and digits interleaved), and ids that only look like this
   (tool-call, message and completion ids, rollout ids, hashes named by their algorithm,
-  bundle file names) are left alone;
+  bundle file names) are left alone; a bare run of 32+ upper- and lowercase letters and
+  digits interleaved as in a random draw is one too;
 * ``credential-assignment``: a value next to a credential word (key, token, secret, password,
   auth, signature, credential, ...) in any syntax: env, YAML (a list under the key too),
   JSON, XML elements and attributes, INI, ``.netrc``, URL userinfo and query parameters in
@@ -27,8 +28,12 @@ down; these rules find the credentials nobody listed, by what every credential l
 Values known to be safe are kept byte for byte: UUIDs, hex digests, ``sha256:`` and
 ``sha512-`` digests, data URIs, file paths, identifiers, placeholders and our own markers.
 
-Every rule is gated: by keywords in the engine's automaton, or (the token and blob rules,
-which have no keyword) by one compiled regex over the text.
+Every rule is gated: by keywords in the engine's automaton, or (the token and blob rule,
+which has no keyword) by one compiled regex over the text.
+
+Two functions serve other code: :func:`credential_shapes` (the publish gate's second look:
+the kinds that need no context) and :func:`named_secret_value` (structured data: a value
+whose entry's name names a credential).
 """
 
 from __future__ import annotations
@@ -106,7 +111,7 @@ def is_placeholder(value: str) -> bool:
         or bool(_PLACEHOLDER.fullmatch(v))
         or bool(_CODE.match(v))
         or bool(_DOTTED.fullmatch(v))
-        or v.startswith(("$", "`", "%"))
+        or v.startswith(("$", "`"))
     )
 
 
@@ -159,7 +164,7 @@ def _is_wordish(piece: str) -> bool:
             (p.isupper() and len(p) <= 5)
             or len(p) >= 3
             or i == 0
-            or (len(p) == 2 and p[1] in "aeiouy" or p[0] in "AEIOUY")  # To, Of, By, In
+            or (len(p) == 2 and (p[1] in "aeiouy" or p[0] in "AEIOUY"))  # To, Of, By, In
             for i, p in enumerate(pieces)
         )
     # letters then a few digits (python3, gpt4o, v20240229), or digits then letters (32b)
@@ -224,7 +229,7 @@ def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool
     if _IDENT_WORDS.fullmatch(value) and _is_wordish_all(value):
         return False
     pieces = [p for p in re.split(r"[^A-Za-z0-9]+", value) if p]
-    rand = sum(len(p) for p in pieces if _random_piece(p) or (len(p) >= 4 and _HEX_MIX(p)))
+    rand = sum(len(p) for p in pieces if _random_piece(p) or (len(p) >= 4 and _hex_mix(p)))
     odd = [p for p in pieces if len(p) >= 4 and not _is_wordish(p) and _transitions(p) >= 1]
     if len(odd) >= 3 and sum(map(len, odd)) >= 16:  # short random pieces: ``ab1cd-e2fgh-...``
         rand = max(rand, sum(map(len, odd)))
@@ -234,7 +239,7 @@ def looks_random(value: str, *, min_len: int = 16, hex_ok: bool = False) -> bool
     return ent >= min(3.3, math.log2(len(core)) - 0.7)
 
 
-def _HEX_MIX(piece: str) -> bool:  # noqa: N802 - a predicate used like a pattern
+def _hex_mix(piece: str) -> bool:
     return bool(_HEX.fullmatch(piece)) and _transitions(piece) >= 3
 
 
@@ -281,8 +286,8 @@ _HEX_ID_PREFIXES = frozenset(
         "blake2b", "hash", "digest", "checksum", "etag", "rev", "revision", "ver", "version",
         "node", "pod", "container", "layer", "blob", "img", "image", "obj", "object", "doc",
         "page", "ref", "data", "pkg", "package", "lib", "release", "tag", "branch", "feature",
-        "fix", "bugfix", "hotfix", "dependabot", "renovate", "snyk", "run_id", "event",
-        "thread_id", "block", "cell", "node_id", "tx", "sig",
+        "fix", "bugfix", "hotfix", "dependabot", "renovate", "snyk", "event", "block",
+        "cell", "tx", "sig",
     }
 )  # fmt: skip
 # API object ids written with ``_`` only (``fc_...`` is an OpenAI item, ``fc-...`` a key)
@@ -365,7 +370,6 @@ def token_is_credential(token: str) -> bool:
     cred = _cred_prefix(prefix)
     if _UUID.fullmatch(body):
         return cred
-    core = re.sub(r"[^A-Za-z0-9]", "", body)
     hexy = bool(_HEX.fullmatch(core))
     if hexy:  # a hex body is a key after a code (short, or with a digit) or a credential word
         if any(p.isdigit() and len(p) >= 10 for p in re.split(r"[_\-]+", body)):
@@ -589,8 +593,8 @@ def _truncated_body_end(text: str, start: int) -> int:
         if width and n > width:
             break
         pos = m.end()
-        if width and n < width:
-            break  # the last, short line
+        if (width and n < width) or m.group("b64").endswith("="):
+            break  # the last, short (or padded) line
         width = max(width, n)
     return pos
 
