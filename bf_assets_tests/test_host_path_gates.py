@@ -8,7 +8,7 @@ import re
 
 from leakproof_corpus import corpus, look_alikes
 
-from bf_assets.curate.clean import HOST_PATH_RULES, CleanStats, strip_host_paths
+from bf_assets.curate.clean import _PATH_HINT, HOST_PATH_RULES, CleanStats, strip_host_paths
 from bf_assets.curate.scan import host_paths_in
 
 PATHS = [
@@ -33,7 +33,7 @@ PATHS = [
     "-I/home/leo/include",
     "\\n/tmp/x",
 ]
-HINT = re.compile(r"/|\\|~|file:")
+HINT = _PATH_HINT
 ODD = ["\u0130", "\u212a", "\u017f", "é", "ß", "ǅ"]  # characters the regexes fold differently
 
 
