@@ -4,7 +4,6 @@ every rule replaces."""
 from __future__ import annotations
 
 import random
-import re
 
 from leakproof_corpus import corpus, look_alikes
 
