@@ -152,21 +152,57 @@ def _segment_start(text: str, i: int) -> tuple[bool, str | None]:
 def _closes_string(content: str, quote: str | None) -> bool:
     """True when ``content`` runs past the end of the string value it started in, whose
     closing quote is ``quote`` (a quote after its escaping backslashes)."""
-    if quote is None:
-        return False
+    return quote is not None and _string_end(content, 0, quote) is not None
+
+
+def _string_end(text: str, start: int, quote: str) -> int | None:
+    """Where the string value whose closing quote is ``quote`` (a quote after its escaping
+    backslashes) ends in ``text`` from ``start``: the position of that closing quote."""
     k, q = len(quote) - 1, quote[-1]
-    for m in re.finditer(r"(\\*)" + q, content):
+    for m in re.finditer(r"(\\*)" + q, text[start:]):
         b = len(m.group(1))
         if b == k or (k == 0 and b % 2 == 0):
-            return True
-    return False
+            return start + m.end() - 1 - k
+    return None
 
 
 def reasoning_spans(text: str) -> list[Span]:
     """The inline reasoning spans of ``text``, in order, not overlapping (see the module's
     rules)."""
+    return _scan(text)[0]
+
+
+class OpenSpan(NamedTuple):
+    """How a text ends inside an unclosed reasoning span: its family, and the quote that
+    ends the string value it is in (None: not in one)."""
+
+    family: int
+    quote: str | None
+
+
+def open_span_at_end(text: str) -> OpenSpan | None:
+    """Whether ``text`` (what comes before a window into a long line) ends inside a
+    reasoning span that is not closed in it (:func:`after_open_span` removes the span's
+    rest from the window)."""
+    return _scan(text)[1]
+
+
+def after_open_span(text: str, span: OpenSpan) -> str:
+    """``text`` (a window that starts inside the reasoning span ``span`` describes) from
+    where the span ends: after its closing tag, or at the end of the string value it is in;
+    nothing when it ends in neither."""
+    end = _close_of(text, 0, span.family)
+    stop = end[1] if end is not None else len(text)
+    if span.quote is not None:
+        q = _string_end(text, 0, span.quote)
+        if q is not None and q < stop:
+            return text[q:]
+    return text[stop:]
+
+
+def _scan(text: str) -> tuple[list[Span], OpenSpan | None]:
     if not _may_hold(text):
-        return []
+        return [], None
     spans: list[Span] = []
     plain = _PLAIN_HARMONY.match(text)
     pos = 0
@@ -174,6 +210,7 @@ def reasoning_spans(text: str) -> list[Span]:
         spans.append(Span(len(plain.group(1)), plain.end(), HARMONY))
         pos = plain.end()
     first = True  # no tag seen yet (the closing-only form)
+    trailing: OpenSpan | None = None
     while True:
         m = _TOKEN.search(text, pos)
         if m is None:
@@ -193,22 +230,21 @@ def reasoning_spans(text: str) -> list[Span]:
             pos = m.end()
             continue
         end = _close_of(text, m.end(), fam)
-        if end is None:
-            span = _unclosed(text, m, kind)
-            if span is not None:
-                spans.append(span)
-                pos = span.end
+        if end is not None:
+            content = text[m.end() : end[0]]
+            if _WORDS.search(content) and not _closes_string(content, quote):
+                spans.append(Span(m.start(), end[1], kind))
+                pos = end[1]
                 continue
-            pos = m.end()
+        span = _unclosed(text, m, kind, quote, end is None)
+        if span is not None:
+            spans.append(span)
+            if span.end == len(text):
+                trailing = OpenSpan(fam, quote)
+            pos = span.end
             continue
-        close_start, close_end = end
-        content = text[m.end() : close_start]
-        if _WORDS.search(content) and not _closes_string(content, quote):
-            spans.append(Span(m.start(), close_end, kind))
-            pos = close_end
-        else:
-            pos = m.end()
-    return spans
+        pos = m.end()
+    return spans, trailing
 
 
 def _close_of(text: str, start: int, fam: int) -> tuple[int, int] | None:
@@ -237,19 +273,26 @@ def _closing_only(text: str, m: re.Match[str], kind: str) -> Span | None:
     return Span(start, m.end(), kind)
 
 
-def _unclosed(text: str, m: re.Match[str], kind: str) -> Span | None:
-    """An opening tag that starts the text and is never closed: to the end (harmony: to the
-    next message)."""
-    if text[: m.start()].strip():
+def _unclosed(
+    text: str, m: re.Match[str], kind: str, quote: str | None, no_close: bool
+) -> Span | None:
+    """An opening tag never closed where it is: in a string value, to that string's end;
+    at the text's start and closed nowhere, to the text's end (harmony: to the next
+    message)."""
+    if quote is not None:
+        end = _string_end(text, m.end(), quote)
+        stop = len(text) if end is None else end
+    elif no_close and not text[: m.start()].strip():
+        stop = len(text)
+        if kind == HARMONY:
+            nxt = _HARMONY_NEXT.search(text, m.end())
+            if nxt is not None:
+                stop = nxt.start()
+    else:
         return None
-    end = len(text)
-    if kind == HARMONY:
-        nxt = _HARMONY_NEXT.search(text, m.end())
-        if nxt is not None:
-            end = nxt.start()
-    if not _WORDS.search(text, m.end(), end):
+    if not _WORDS.search(text, m.end(), stop):
         return None
-    return Span(m.start(), end, kind)
+    return Span(m.start(), stop, kind)
 
 
 MAX_PASSES = 8
