@@ -101,7 +101,17 @@ _TOKEN = re.compile(
 _PLAIN_HARMONY = re.compile(r"\A(\s*)analysis(?=\S)(.*?)assistantfinal", re.S)
 
 # what a text must hold for any span to be in it (checked before any regex runs)
-_NAMES = ("hink", "HINK", "eason", "EASON", "eflection", "hought", "analysis")
+_NAMES = (
+    "hink",
+    "HINK",
+    "eason",
+    "EASON",
+    "eflection",
+    "EFLECTION",
+    "hought",
+    "HOUGHT",
+    "analysis",
+)
 _MARKS = ("<", "[", "◁", "\\u003", "&lt;")
 _WORDS = re.compile(r"[^\W\d_]{2}")
 # a segment start before an opening tag: horizontal space back to a line break (real or
@@ -236,7 +246,7 @@ def _scan(text: str) -> tuple[list[Span], OpenSpan | None]:
                 spans.append(Span(m.start(), end[1], kind))
                 pos = end[1]
                 continue
-        span = _unclosed(text, m, kind, quote, end is None)
+        span = _unclosed(text, m, kind, quote, None if end is None else end[0])
         if span is not None:
             spans.append(span)
             if span.end == len(text):
@@ -274,15 +284,17 @@ def _closing_only(text: str, m: re.Match[str], kind: str) -> Span | None:
 
 
 def _unclosed(
-    text: str, m: re.Match[str], kind: str, quote: str | None, no_close: bool
+    text: str, m: re.Match[str], kind: str, quote: str | None, close: int | None
 ) -> Span | None:
-    """An opening tag never closed where it is: in a string value, to that string's end;
-    at the text's start and closed nowhere, to the text's end (harmony: to the next
-    message)."""
+    """An opening tag never closed where it is (``close``: where the first closing tag of
+    its family after it starts, if any): in a string value, to that string's end; at the
+    text's start and closed nowhere, to the text's end (harmony: to the next message)."""
     if quote is not None:
         end = _string_end(text, m.end(), quote)
         stop = len(text) if end is None else end
-    elif no_close and not text[: m.start()].strip():
+        if close is not None and close < stop:  # closed in its string: a pair, not words
+            return None
+    elif close is None and not text[: m.start()].strip():
         stop = len(text)
         if kind == HARMONY:
             nxt = _HARMONY_NEXT.search(text, m.end())
