@@ -434,6 +434,11 @@ class CleaningError(ValueError):
     """Redaction never settled: the value keeps producing new matches."""
 
 
+def _then_separator(*names: str) -> tuple[str, ...]:
+    """``names``, each followed by the first character of a separator in any spelling."""
+    return tuple(n + c for n in names for c in "/\\%&")
+
+
 # Per rule of HOST_PATH_RULES: literals one of which every match holds, and whether they are
 # compared case-insensitively (then only in an ASCII text: the regex folds more than ASCII).
 # A rule is not run on a text that holds none of its literals.
@@ -442,10 +447,10 @@ HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
     (("smb:", "cifs:", "afp:", "nfs:"), True),
     (("srv",), False),
     (("users", "documents and settings", "home"), True),
-    (("home", "user"), True),
-    (("root",), False),
+    (("home", "users", *_then_separator("user")), True),
+    (("/root", "froot", "Froot", ";root"), False),  # after a separator's last character
     (("wsl",), True),
-    (("Volumes", "mnt", "cygdrive", "run", "media", "net", "afs"), False),
+    (("Volumes", "mnt", "cygdrive", "media", *_then_separator("run", "net", "afs")), False),
     (("\\\\", "%5c", "%255c", "u005c"), True),
     (("~",), False),
     (("~",), False),
