@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import ahocorasick
 import orjson
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
@@ -205,7 +206,9 @@ _BSL = r"(?:\\{1,4}|%(?:25)?5[Cc]|\\{1,2}u005[Cc]|&#0*92;|&#[xX]0*5[Cc];|&bsol;)
 _S = _SL + r"{1,2}"  # a slash, doubled or not
 # a path's leading slash (doubled, but not the ``//`` of a URL's ``scheme://``)
 _LEAD = r"(?:(?<!:)" + _SL + r"{2}|" + _SL + r")"
-_B = r"(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"  # a boundary, a glued flag
+# a boundary or a glued flag before a leading separator (the lookahead first: a regex that
+# starts with it skips every other position at once)
+_B = r"(?=[/\\%&])(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"
 _USER = r"[A-Za-z0-9._-]{1,64}(?![A-Za-z0-9._-])"
 # a directory name (a volume's may hold spaces when a separator follows)
 _SEG = r"(?:[A-Za-z0-9._-]{1,64}(?:[ ][A-Za-z0-9._-]{1,64}){1,3}(?=/|\\)|[A-Za-z0-9._-]{1,64})"
@@ -266,7 +269,7 @@ def _unc(lead: str, sep: str) -> str:
 
 
 _UNC = (
-    r"(?<![\w\\])(?:"
+    r"(?=[\\%])(?<![\w\\])(?:"
     + _unc(r"\\\\(?!\\)", r"\\(?!\\)")
     + r"|"
     + _unc(r"\\{4}(?!\\)", r"\\{2}(?!\\)")
@@ -284,7 +287,7 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(_B + _LEAD + r"srv" + _S + r"bench" + _END), "<BENCH_ROOT>"),
     (
         re.compile(
-            r"(?i)(?<![\w])[A-Z]"
+            r"(?i)(?=[A-Z][:%\\&])(?<![\w])[A-Z]"
             + _COLON
             + _WIN_SEP
             + r"(?:(?:cygwin(?:64)?|msys(?:64|32|2)?)"
@@ -383,9 +386,9 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
         "<TMP>",
     ),
 ]
-# what a text must hold for any rule to match: a separator in one of its spellings, a tilde,
-# a URI scheme
-_PATH_HINT = re.compile(r"/|\\|~|(?i:file:|%(?:25)?(?:2f|5c)|&#|&b?sol;)")
+# what a text must hold for any rule to match: the first character of a separator in one of
+# its spellings (``/``, ``\\``, ``%2F``, ``&#47;``…) or a tilde
+_PATH_HINT = re.compile(r"[/\\~%&]")
 
 
 @dataclass(slots=True)
@@ -459,21 +462,40 @@ HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
 ]
 
 
+def _needs_automaton() -> ahocorasick.Automaton:
+    """Every rule's literals, lower-cased, each with the indices of the rules that need it."""
+    by_literal: dict[str, set[int]] = {}
+    for i, (needs, _) in enumerate(HOST_PATH_NEEDS):
+        for n in needs:
+            by_literal.setdefault(n.lower(), set()).add(i)
+    automaton = ahocorasick.Automaton()
+    for literal, rules in by_literal.items():
+        automaton.add_word(literal, frozenset(rules))
+    automaton.make_automaton()
+    return automaton
+
+
+_NEEDS = _needs_automaton()
+
+
 def host_path_rules_for(text: str) -> Iterator[tuple[re.Pattern[str], str]]:
     """The rules of :data:`HOST_PATH_RULES` that can match ``text`` (in order): none without
-    a slash, backslash or tilde, and none whose literals ``text`` does not hold."""
+    a separator or a tilde, and none whose literals ``text`` does not hold.  An ASCII text
+    is lower-cased and walked once for every rule's literals (a case-sensitive rule may then
+    run on a text that holds its literal in another case: its regex decides)."""
     if not _PATH_HINT.search(text):
         return
-    lower: str | None = None
+    if text.isascii():
+        found: set[int] = set()
+        for _, rules in _NEEDS.iter(text.lower()):
+            found |= rules
+        for i, rule in enumerate(HOST_PATH_RULES):
+            if i in found:
+                yield rule
+        return
     for rule, (needs, fold) in zip(HOST_PATH_RULES, HOST_PATH_NEEDS, strict=True):
-        if fold:
-            if text.isascii():
-                lower = text.lower() if lower is None else lower
-                if not any(n in lower for n in needs):
-                    continue
-        elif not any(n in text for n in needs):
-            continue
-        yield rule
+        if fold or any(n in text for n in needs):  # the regex folds more than ASCII
+            yield rule
 
 
 def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:

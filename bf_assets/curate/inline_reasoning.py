@@ -44,6 +44,8 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
+import ahocorasick
+
 # (kind, opening tag regex, closing tag regex); ``<``, ``>`` and ``/`` in any encoding
 _LT = r"(?:<|\\u003[cC]|&lt;)"
 _GT = r"(?:>|\\u003[eE]|&gt;)"
@@ -100,19 +102,25 @@ _TOKEN = re.compile(
 # gpt-oss decoded without its special tokens: ``analysis<text>assistantfinal<answer>``
 _PLAIN_HARMONY = re.compile(r"\A(\s*)analysis(?=\S)(.*?)assistantfinal", re.S)
 
-# what a text must hold for any span to be in it (checked before any regex runs)
-_NAMES = (
-    "hink",
-    "HINK",
-    "eason",
-    "EASON",
-    "eflection",
-    "EFLECTION",
-    "hought",
-    "HOUGHT",
-    "analysis",
-)
-_MARKS = ("<", "[", "◁", "\\u003", "&lt;")
+# what a text must hold for any span to be in it: a tag's closing bracket in one of its
+# spellings, then (in the lower-cased text) the core of a tag, its name and closing bracket,
+# or of a harmony header
+_MARKS = (">", "]", "◁", "u003", "&gt;", "assistantfinal")
+
+
+def _core_automaton() -> ahocorasick.Automaton:
+    automaton = ahocorasick.Automaton()
+    for gt in (">", "\\u003e", "&gt;"):
+        for name in ("think", "thinking", "reasoning", "reflection", "thought"):
+            automaton.add_word(name + gt, True)
+        automaton.add_word(gt + "analysis", True)
+    for core in ("think]", "◁", "_thought|", "_thinking|", "assistantfinal"):
+        automaton.add_word(core, True)
+    automaton.make_automaton()
+    return automaton
+
+
+_CORE = _core_automaton()
 _WORDS = re.compile(r"[^\W\d_]{2}")
 # a segment start before an opening tag: horizontal space back to a line break (real or
 # escaped), the text's start, or a chat template's special token
@@ -133,9 +141,9 @@ class Span(NamedTuple):
 
 
 def _may_hold(text: str) -> bool:
-    if "assistantfinal" in text:
-        return True
-    return any(n in text for n in _NAMES) and any(m in text for m in _MARKS)
+    if not any(m in text for m in _MARKS):
+        return False
+    return next(_CORE.iter(text.lower()), None) is not None
 
 
 def _family(m: re.Match[str]) -> tuple[int, bool]:
