@@ -207,6 +207,7 @@ HOST_PATH_SHAPES = [
     ("/cygdrive/d/datasets/x.csv", "<HOST_PATH>/datasets/x.csv"),
     ("/export/home/alice7/x", "<HOME>/x"),  # Solaris
     ("/usr/home/alice7/x", "<HOME>/x"),  # FreeBSD
+    ("/usr/local/home/alice7/x", "<HOME>/x"),
     ("/nfs/homes/alice7/x", "<HOME>/x"),
     ("/net/nas1/home/alice7/x", "<HOME>/x"),
     ("/mnt/data/users/alice7/x", "<HOME>/x"),
@@ -257,6 +258,9 @@ HOST_PATH_LOOK_ALIKES = [
     "/api/v1/users/42",
     "/data/users.csv",
     "/workspace/src/home/page.tsx",
+    "/var/www/home/index.html",
+    "/data/home/index.csv",
+    "/usr/share/doc/users/guide.txt",
     "/tests/test_outputs.py",
     "escaped \\\\n and \\\\t in text",
     "a\\\\b\\\\c",

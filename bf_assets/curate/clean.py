@@ -233,13 +233,15 @@ _NET_ROOT = (
     + _S
     + r"media)"
 )
-# other roots a home directory lies under (``/usr/home/u``, ``/var/home/u``,
-# ``/cygdrive/c/Users/u``, Git Bash ``/c/Users/u``)
+# other roots a home directory lies under (``/usr/home/u``, ``/usr/local/home/u``,
+# ``/var/home/u``, ``/srv/home/u``, ``/cygdrive/c/Users/u``, Git Bash ``/c/Users/u``); a web
+# root's ``/var/www/home/…`` is not one
 _LOCAL_ROOT = (
-    r"(?:(?:usr|var|srv|data\d{0,2}|cygdrive)(?:"
+    r"(?:(?:usr(?:"
     + _S
-    + _SEG
-    + r")?"
+    + r"local)?|var|srv|cygdrive"
+    + _S
+    + r"[A-Za-z])"
     + _S
     + r"|[a-z]"
     + _S
