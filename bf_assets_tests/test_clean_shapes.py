@@ -202,6 +202,8 @@ HOST_PATH_SHAPES = [
     ("\\\\fileserver\\home\\alice7\\plan.xlsx", "<HOST_PATH>\\plan.xlsx"),
     ("\\\\\\\\fileserver\\\\share\\\\plan.xlsx", "<HOST_PATH>\\\\plan.xlsx"),  # JSON-escaped
     ("%5C%5Cfileserver%5Cshare%5Cplan.xlsx", "<HOST_PATH>%5Cplan.xlsx"),
+    ("\\\\?\\UNC\\fileserver\\share\\plan.xlsx", "<HOST_PATH>\\plan.xlsx"),
+    ("\\\\?\\C:\\Users\\alice7\\x", "\\\\?\\<HOME>\\x"),
     ("/c/Users/alice7/proj/a.py", "<HOME>/proj/a.py"),  # Git Bash
     ("/cygdrive/c/Users/alice7/proj", "<HOME>/proj"),
     ("/cygdrive/d/datasets/x.csv", "<HOST_PATH>/datasets/x.csv"),
@@ -264,6 +266,8 @@ HOST_PATH_LOOK_ALIKES = [
     "/tests/test_outputs.py",
     "escaped \\\\n and \\\\t in text",
     "a\\\\b\\\\c",
+    "open('\\\\.\\NUL')",
+    "prefix = '\\\\?\\UNC\\'",
     "PATH=/usr/bin:/usr/local/bin",
 ]
 

@@ -249,7 +249,9 @@ _LOCAL_ROOT = (
 )
 # a UNC share, ``\\server\share`` (plain, JSON-escaped, encoded), with the home directory
 # below it when there is one
-_UNC_HOST = r"(?:[A-Za-z0-9][A-Za-z0-9.$-]{0,62}|\?|\.)"
+# a server's name (the device namespaces ``\\.\`` and ``\\?\`` name none, but
+# ``\\?\UNC\server\share`` does)
+_UNC_HOST = r"[A-Za-z0-9][A-Za-z0-9.$-]{0,62}"
 _UNC_NAME = r"[A-Za-z0-9$_.-][^\\/\s\"'<>|*?:%&]{0,79}"
 
 
@@ -257,6 +259,11 @@ def _unc(lead: str, sep: str) -> str:
     home = sep + r"(?:Users|users|home|homes)" + sep + _UNC_NAME
     return (
         lead
+        + r"(?:\?"
+        + sep
+        + r"UNC"
+        + sep
+        + r")?"
         + _UNC_HOST
         + sep
         + r"(?:(?:Users|users|home|homes)"
