@@ -268,6 +268,9 @@ HOST_PATH_LOOK_ALIKES = [
     "a\\\\b\\\\c",
     "open('\\\\.\\NUL')",
     "prefix = '\\\\?\\UNC\\'",
+    'pattern = re.compile(r"\\\\text\\s*{([^{}]*)}")',
+    'text = re.sub(r"\\\\mbox{ ?\\\\boldmath\\$(.*?)\\$}", "", text)',
+    "newline = '\\\\n\\u0085'",
     "PATH=/usr/bin:/usr/local/bin",
 ]
 

@@ -248,11 +248,12 @@ _LOCAL_ROOT = (
     + r"(?=Users))"
 )
 # a UNC share, ``\\server\share`` (plain, JSON-escaped, encoded), with the home directory
-# below it when there is one
-# a server's name (the device namespaces ``\\.\`` and ``\\?\`` name none, but
-# ``\\?\UNC\server\share`` does)
-_UNC_HOST = r"[A-Za-z0-9][A-Za-z0-9.$-]{0,62}"
-_UNC_NAME = r"[A-Za-z0-9$_.-][^\\/\s\"'<>|*?:%&]{0,79}"
+# below it when there is one.  A server's and a share's names have two characters at least
+# and the path ends at a separator, a quote, a space or the text's end: the device
+# namespaces ``\\.\`` and ``\\?\`` name no server (``\\?\UNC\server\share`` does), and
+# a regex or LaTeX in a raw string (``r"\\text\s*{"``) is no share.
+_UNC_HOST = r"[A-Za-z0-9][A-Za-z0-9.$-]{1,62}"
+_UNC_NAME = r"[A-Za-z0-9_.-][^\\/\s\"'<>|*?:%&(){}\[\]]{1,79}(?![*?:({\[|])"
 
 
 def _unc(lead: str, sep: str) -> str:
