@@ -456,7 +456,7 @@ def _then_separator(*names: str) -> tuple[str, ...]:
 # compared case-insensitively (then only in an ASCII text: the regex folds more than ASCII).
 # A rule is not run on a text that holds none of its literals.
 HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
-    (("file",), True),
+    (("file:", "file%3a"), True),
     (("smb:", "cifs:", "afp:", "nfs:"), True),
     (("srv",), False),
     (("users", "documents and settings", "home"), True),

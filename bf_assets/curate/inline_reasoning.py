@@ -27,10 +27,12 @@ tag stays: a span is reasoning when
   chat template's special token, or the first thing in a JSON string value ``"key": "``)
   and the first closing tag of its family after it; a JSON string value's span must not
   run past that string's closing quote;
-* the closing tag alone, as the first tag of the text and at the end of a line (the
-  template opened the tag): from the text's start through it;
-* an opening tag that starts the text and is never closed (the output was cut off): from it
-  to the end (for harmony, to the next message);
+* the closing tag alone, as the first tag of the text and at the end of a line, not quoted
+  (the template opened the tag): from the text's start (or the start of the JSON string
+  value it is in) through it;
+* an opening tag never closed where it is (the output was cut off): one that starts a JSON
+  string value, to that string's end; one that starts the text, to the text's end (for
+  harmony, to the next message);
 
 and its content holds words (two letters in a row): ``<think>(.*?)</think>`` in code, an
 empty ``<think>\\n\\n</think>`` block and a tag quoted inside code (``split("</think>")``)
