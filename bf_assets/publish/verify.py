@@ -28,7 +28,7 @@ import binascii
 import html
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -454,10 +454,17 @@ def embedded_texts(text: str, depth: int = EMBEDDED_DEPTH) -> Iterator[tuple[str
             yield f"{what} > {sub}", deeper
 
 
+def _scan_as(text: str, rel: str, what: str, report: GateReport) -> None:
+    """``text`` (a form of file ``rel``: ``what``) scanned like text; its findings name
+    ``rel`` as their file and say which form of it they were found in."""
+    for f in scan_text(text, f"{rel} ({what})"):
+        report.add(replace(f, file=rel))
+
+
 def _scan_embedded(text: str, rel: str, report: GateReport) -> None:
     """Every payload embedded in ``text`` (:func:`embedded_texts`) scanned like text."""
     for what, inner in embedded_texts(text):
-        report.extend(scan_text(inner, f"{rel} ({what})"))
+        _scan_as(inner, rel, what, report)
 
 
 def _scan_embedded_lines(path: Path, rel: str, report: GateReport) -> None:
@@ -546,7 +553,7 @@ def verify_bundle(
         if rel.endswith(".md"):  # as it renders: a value's backslash escapes undone
             rendered = markdown_unescaped(text)
             if rendered != text:
-                report.extend(scan_text(rendered, f"{rel} (as rendered)"))
+                _scan_as(rendered, rel, "as rendered", report)
             text = rendered
         _scan_embedded(text, rel, report)
     for rel in (MANIFEST_PATH, pointed_path(manifest) or EXCLUDED_PATH):
