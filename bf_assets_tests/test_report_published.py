@@ -426,3 +426,20 @@ def test_the_gate_scans_every_listed_file(clean_bundle: Path, tmp_path: Path) ->
     _relist(bundle, "CITATION.cff")
     assert _secret_findings(bundle, "report/notes.txt")
     assert _secret_findings(bundle, "CITATION.cff")
+
+
+def test_the_gate_decodes_payloads_in_the_json_report_and_the_manifest(
+    clean_bundle: Path, tmp_path: Path
+) -> None:
+    bundle = _copy(clean_bundle, tmp_path)
+    uri = "data:text/plain;base64," + base64.b64encode(f"key {_stripe(6)}".encode()).decode()
+    path = bundle / REPORT_JSON
+    doc = orjson.loads(path.read_bytes())
+    doc["trials"][-1]["export_detail"] = f"see {uri}"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))  # the report's layout
+    _relist(bundle, REPORT_JSON)
+    manifest = orjson.loads((bundle / MANIFEST_PATH).read_bytes())
+    manifest["dataset_reasons"] = [*manifest.get("dataset_reasons", []), uri]
+    (bundle / MANIFEST_PATH).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+    assert any("data URI (text/plain)" in m for m in _secret_findings(bundle, REPORT_JSON))
+    assert any("data URI (text/plain)" in m for m in _secret_findings(bundle, MANIFEST_PATH))

@@ -417,6 +417,7 @@ DATA_URI = re.compile(
     re.IGNORECASE,
 )
 EMBEDDED_DEPTH = 3  # a payload inside a payload inside a payload is still read
+EMBEDDED_BLOCK = 1 << 20
 
 
 def _decoded(params: str, payload: str) -> str | None:
@@ -468,14 +469,20 @@ def _scan_embedded(text: str, rel: str, report: GateReport) -> None:
 
 
 def _scan_embedded_lines(path: Path, rel: str, report: GateReport) -> None:
-    """:func:`_scan_embedded` over a file a line at a time (a payload never spans lines in
-    the JSON and text files this package writes): the manifest, the excluded trials and a
-    JSON report of any size."""
+    """:func:`_scan_embedded` over a file of any size (the manifest, the excluded trials, a
+    JSON report), read a block of whole lines at a time: a block that holds no ``data:``
+    is passed over (a payload never spans lines in the files this package writes)."""
     try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if "data:" in line.lower():
-                    _scan_embedded(line, rel, report)
+        with path.open("rb") as fh:
+            rest = b""
+            while block := fh.read(EMBEDDED_BLOCK):
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                block, rest = block[:cut], block[cut:]
+                if b"data:" in block.lower():
+                    _scan_embedded(block.decode("utf-8", errors="replace"), rel, report)
+            if rest and b"data:" in rest.lower():
+                _scan_embedded(rest.decode("utf-8", errors="replace"), rel, report)
     except OSError:
         pass  # reported by the scan that reads it
 
