@@ -41,7 +41,7 @@ from bf_assets.dataset.parity import ParityReport
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
 from bf_assets.dataset.release import ReleaseAssessment
-from bf_assets.dataset.reportmarkup import MarkdownValues
+from bf_assets.dataset.reportmarkup import Markdown, MarkdownValues
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -84,9 +84,12 @@ def _table(
 
 
 def _lines(parts: Iterable[str]) -> Iterator[str]:
-    """``"\n".join(parts)`` a part at a time."""
+    """``"\n".join(parts)`` a part at a time (each part as it is: a :class:`Markdown` one
+    stays one)."""
     for i, p in enumerate(parts):
-        yield p if i == 0 else "\n" + p
+        if i:
+            yield "\n"
+        yield p
 
 
 def _where(file: str | None, line: int | None) -> str:
@@ -204,7 +207,8 @@ def _coverage(
     )
     if coverage.rows:
         svg = coverage_svg(coverage, clean=v.clean)  # labels cleaned like the text
-        yield f"![coverage matrix]({svg_data_uri(svg)})\n"
+        # Markdown made of cleaned values: a text cleaner has nothing to read in its base64
+        yield Markdown(f"![coverage matrix]({svg_data_uri(svg)})\n")
     yield ("### Slots by task, skill mode and trial\n")
     yield (
         _table(

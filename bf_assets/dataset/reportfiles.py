@@ -29,7 +29,7 @@ import orjson
 
 from bf_assets.dataset.assemble import DatasetReview, report_pieces
 from bf_assets.dataset.common import trial_key
-from bf_assets.dataset.reportmarkup import md_link, md_text
+from bf_assets.dataset.reportmarkup import Markdown, md_link, md_text
 from bf_assets.review.record import SLOT_FIELDS
 
 REPORT_DIR = "report"
@@ -208,8 +208,8 @@ def report_files(
             f"- [{md_text(text)}]({md_link(target)})\n" for text, target in links
         )
         pieces = chain(pieces, [tail])
-    if cleaner is not None:
-        pieces = map(cleaner.value, pieces)  # and the text as a whole, as before
+    if cleaner is not None:  # and the text as a whole, but the picture (cleaned labels)
+        pieces = (p if isinstance(p, Markdown) else cleaner.value(p) for p in pieces)
     out = Path(out_dir)
     md_path, js_path = out / REPORT_MD, out / REPORT_JSON
     write_atomic(md_path, (p.encode("utf-8") for p in pieces))  # a piece at a time
