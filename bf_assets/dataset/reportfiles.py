@@ -10,9 +10,9 @@ and every trial with its export decision, written one trial at a time.
 The published copy holds only what the export may show.  Every value it shows is cleaned
 like an export row before it is escaped for Markdown (the coverage picture's labels too),
 and each trial the release does not export is there by identity, decision, and its
-findings' checks and messages only (:data:`EXCLUDED_TRIAL_KEYS`, :data:`EXCLUDED_FINDING_KEYS`):
-never their evidence, the trial's skills or its reward.  The warehouse copy keeps every
-trial whole.
+findings' checks and messages only (:data:`EXCLUDED_TRIAL_KEYS`,
+:data:`EXCLUDED_FINDING_KEYS`): never their evidence, the trial's skills or its reward.
+The warehouse copy keeps every trial whole.
 """
 
 from __future__ import annotations
