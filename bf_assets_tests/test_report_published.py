@@ -120,6 +120,23 @@ def test_an_escaped_value_renders_as_its_own_text(value: str) -> None:
     )
 
 
+PLAIN_VALUES = (
+    "demo-task__aaaa1111",
+    "jobs/2026-06-01__00-00-00/demo-task__aaaa1111",
+    "openai/gpt-5",
+    "anthropic/claude-sonnet-4-5",
+    "0.2",
+    "with-skill",
+    "release-0123456789ab",
+    "sk_live_" + Gen(7).s(24),  # a token left whole: the gate reads it as written
+)
+
+
+@pytest.mark.parametrize("value", PLAIN_VALUES)
+def test_identifiers_and_tokens_are_written_as_they_are(value: str) -> None:
+    assert md_text(value) == md_cell(value) == value
+
+
 # --------------------------------------------------------------------------- the release
 
 

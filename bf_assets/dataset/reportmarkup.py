@@ -32,8 +32,9 @@ LINE_BREAK = re.compile(r"\r\n?|\n")
 # inside a word (``sk_live_x``, ``task__aaaa1111``) they are left as they are, so
 # identifiers and tokens read, and are scanned, unchanged.
 SPECIAL = re.compile(r"[\\`*~\[\]<>&|]|_+")
-# A value starting a line could start a block (heading, list, quote, thematic break).
-LINE_START = re.compile(r"(?:[#=+-]|\d{1,9}[.)])")
+# A value starting a line (a list item's text) could start a block: a heading, a list, a
+# thematic break or a setext underline (``>`` is escaped everywhere).
+LINE_START = re.compile(r"[#=+-]|\d{1,9}[.)](?=[ \t]|$)")
 BACKTICKS = re.compile(r"`+")
 MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
