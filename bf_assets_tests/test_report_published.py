@@ -195,6 +195,7 @@ def build_hostile_release(base: Path) -> HostileRelease:
     hacked.acp[2]["title"] = "printf '{\"reward\": 1.0}' > /logs/verifier/reward.txt # " + evidence
     hacked.sync().write(root, JOB)
     _spec("task-d", "dddd4444").write(root, JOB)
+    _spec("task-e", "eeee5555").write(root, JOB)  # plain: exported whatever the others are
     quarantine = base / "quarantine.json"
     entry = {
         "trial": f"jobs/{JOB}/task-d__dddd4444",
@@ -206,7 +207,7 @@ def build_hostile_release(base: Path) -> HostileRelease:
     quarantine.write_text(json.dumps([entry]))
     plan = base / "plan.json"
     cells = {
-        "tasks": ["task-a", task_b, "task-c", "task-d"],
+        "tasks": ["task-a", task_b, "task-c", "task-d", "task-e"],
         "harnesses": ["codex-acp"],
         "models": [model, MODEL],
         "skill_modes": ["with-skill"],
@@ -278,7 +279,8 @@ def test_an_excluded_trial_is_shown_by_identity_check_and_message(
     assert "HACK_SCORE_WRITE" in checks
     assert all(set(f) == set(EXCLUDED_FINDING_KEYS) and f["message"] for f in hacked["findings"])
     exported = [t for t in doc["trials"] if t["exported"]]
-    assert exported and all("skills" in t and "reward" in t for t in exported)
+    assert any(t["task_id"] == "task-e" for t in exported)
+    assert all("skills" in t and "reward" in t for t in exported)
     # the local report (it never leaves the machine) keeps every trial whole
     ds, _ = review_exports(
         hostile.reviews,
