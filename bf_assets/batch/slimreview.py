@@ -6,7 +6,8 @@ three objects and some 600 bytes a trial even when every string in it is shared.
 directory) and what the trials of a cell share (task, harness, model, skill mode, sandbox,
 provenance) are one :class:`JobPart` / :class:`CellPart` for all of them, the outcome,
 verdict and findings one :class:`StatePart` for every trial with the same ones; only the
-rollout name, the start time, the trial index and the reward are the trial's own.
+rollout name, the start time, the trial index, the reward and the story (how the run ended,
+its usage and tests: one :class:`~bf_assets.review.story.TrialStory`) are the trial's own.
 
 It reads like a ``TrialReview`` (``ref`` and ``identity`` are views with the attributes
 of ``TrialRef`` and ``Identity``), which is all the dataset review reads, and
@@ -24,6 +25,7 @@ from bf_assets.findings import Finding
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.identity import Identity
 from bf_assets.review.record import TrialReview
+from bf_assets.review.story import NO_STORY, TrialStory
 
 _NO_SOURCES: dict[str, str] = {}
 
@@ -73,6 +75,7 @@ class SlimReview:
         "started_at",
         "trial_index",
         "reward",
+        "story",
         "odd",
     )
 
@@ -86,6 +89,7 @@ class SlimReview:
         started_at: str | None,
         trial_index: int | None,
         reward: float | None,
+        story: TrialStory = NO_STORY,
     ) -> None:
         self.job_part = job_part
         self.cell = cell
@@ -95,6 +99,7 @@ class SlimReview:
         self.started_at = started_at
         self.trial_index = trial_index
         self.reward = reward
+        self.story = story
         self.odd: tuple[str, str] | None = None
         if self.rel_path != ref.rel_path or self.path != ref.path:
             self.odd = (ref.rel_path, ref.path)  # not derivable: kept as they are
@@ -174,6 +179,7 @@ class SlimReview:
             self.started_at,
             self.trial_index,
             self.reward,
+            self.story,
             self.odd,
         )
 
@@ -236,6 +242,7 @@ class SlimReview:
             files=[],
             skills={},
             reward=self.reward,
+            story=self.story,
         )
 
 
@@ -248,12 +255,13 @@ def _slim_from(
     started_at: str | None,
     trial_index: int | None,
     reward: float | None,
+    story: TrialStory,
     odd: tuple[str, str] | None,
 ) -> SlimReview:
     s = SlimReview.__new__(SlimReview)
     s.job_part, s.cell, s.state = job_part, cell, state
     s.rollout, s.identity_rollout, s.started_at = rollout, identity_rollout, started_at
-    s.trial_index, s.reward, s.odd = trial_index, reward, odd
+    s.trial_index, s.reward, s.story, s.odd = trial_index, reward, story, odd
     return s
 
 
@@ -318,6 +326,7 @@ class SlimMaker:
             ident.started_at,
             ident.trial_index,
             self.reward(t.reward),
+            t.story,
         )
 
     def _share(self, part: Any) -> Any:

@@ -25,6 +25,7 @@ import orjson
 from bf_assets.batch.slimreview import CellPart, JobPart, SlimReview, StatePart
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.ingest.identity import Identity
+from bf_assets.review.story import STORY_FIELDS, TrialStory
 
 if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
@@ -102,6 +103,7 @@ class Interner:
             verdict,
             attr,
             reward,
+            story,
             fs,
         ) = s
         kw: dict[str, Any] = dict(zip(_IDENTITY_TEXT, texts, strict=True))
@@ -142,6 +144,7 @@ class Interner:
             started_at,
             trial_index,
             self.reward(reward),
+            TrialStory(*story),
         )
 
     def _part(self, part: _Part) -> _Part:
@@ -183,8 +186,8 @@ SlimTuple = tuple[Any, ...]
 
 def slim_tuple(r: TrialReview) -> SlimTuple:
     """``(identity texts, trial_index, started_at, layout, outcome, healthy, training_ready,
-    verdict, attribution, reward, ((check, severity, file, line), ...))`` of ``r``: exactly
-    what :meth:`Interner.from_slim` needs to rebuild its slim review."""
+    verdict, attribution, reward, story values, ((check, severity, file, line), ...))`` of
+    ``r``: exactly what :meth:`Interner.from_slim` needs to rebuild its slim review."""
     ident = r.identity
     return (
         tuple([getattr(ident, name) for name in _IDENTITY_TEXT]),
@@ -197,6 +200,7 @@ def slim_tuple(r: TrialReview) -> SlimTuple:
         r.verdict,
         r.attribution,
         r.reward,
+        tuple([getattr(r.story, name) for name in STORY_FIELDS]),
         tuple([(f.check, f.severity, f.file, f.line) for f in r.findings]),
     )
 
