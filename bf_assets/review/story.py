@@ -69,6 +69,16 @@ STORY_FIELDS = tuple(TrialStory.__dataclass_fields__)
 NO_STORY = TrialStory()
 
 
+def verifier_outcome(reward: float | None) -> str | None:
+    """What the reward alone says: ``pass`` (1.0, Benchflow's rule), ``fail``, or None."""
+    return None if reward is None else ("pass" if reward == 1.0 else "fail")
+
+
+def partial_story(execution: str | None, reward: float | None) -> TrialStory:
+    """The story a slim review keeps: the execution state and the reward's outcome."""
+    return TrialStory(execution=execution, verifier_outcome=verifier_outcome(reward))
+
+
 def clean_message(text: str | None, *, last_line: bool = False) -> str | None:
     """A short, cleaned excerpt of an error message: its first non-empty line (a
     traceback's last), secrets and host paths replaced, at most ``MESSAGE_MAX`` characters."""
@@ -214,14 +224,13 @@ def _tool_calls(t: TrialData, v: ResultView) -> int | None:
 def trial_story(t: TrialData, v: ResultView) -> TrialStory:
     """The story of one scanned trial (``v``: its result view, the gate's)."""
     execution, etype, msg = _execution(t, v)
-    reward = v.reward
     tin, tout, cache, cost = _usage(t, v)
     c = t.ctrf
     return TrialStory(
         execution=execution,
         exception_type=etype,
         exception_message=msg,
-        verifier_outcome=None if reward is None else ("pass" if reward == 1.0 else "fail"),
+        verifier_outcome=verifier_outcome(v.reward),
         tokens_in=tin,
         tokens_out=tout,
         tokens_cache=cache,
