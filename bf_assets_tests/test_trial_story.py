@@ -491,3 +491,16 @@ def test_real_self_generated_runs_carry_their_mode(real: dict[str, TrialReview])
     }
     for k in self_gen:
         assert "NOSKILL_LEAK" not in {f.check for f in real[k].findings}, k
+
+
+def test_real_repeats_without_a_plan_are_not_duplicates(fixtures_dir: Path) -> None:
+    """minimax's two with-skill adaptive-cruise-control runs (and the two copies of
+    lab-unit-harmonization) are attempts of one cell: trials, not COVERAGE_DUPLICATE."""
+    report = review_roots([fixtures_dir / HARBOR], ReviewOptions(workers=1), spill=True)
+    try:
+        trials = [orjson.loads(b) for b in report.trial_json()]
+    finally:
+        report.close()
+    assert not [t["rollout"] for t in trials for f in t["findings"] if f["check"] == "COVERAGE_DUPLICATE"]  # fmt: skip
+    acc = [t for t in trials if t["rollout"] in ("adaptive-cruise-control__RDMj95m", "adaptive-cruise-control__GsEeKKp")]  # fmt: skip
+    assert len(acc) == 2 and len({(t["task_id"], t["harness"], t["model"], t["skill_mode"], t["sandbox"]) for t in acc}) == 1  # fmt: skip
