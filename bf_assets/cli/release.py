@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -173,6 +174,8 @@ def _failure_text(event: Any) -> str:
             break
         err = cause
     text = str(getattr(err, "message", "") or event.message or "").strip()
+    if getattr(err, "cls_name", None) == "Failure":  # a step's own dg.Failure: its description
+        text = re.sub(r"^[\w.]*\bFailure: ", "", text)
     return text.splitlines()[0] if text else ""
 
 

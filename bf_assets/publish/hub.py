@@ -495,7 +495,7 @@ class HubTarget:
         try:
             _, tags = self._refs(api)
         except PublishError as unread:
-            out.tag_unknown = f"the refs could not be read back: {unread}"
+            out.tag_unknown = "the refs could not be read back"
             raise failure or unread from None
         out.tagged = tags.get(tag)
         if out.tagged == commit:

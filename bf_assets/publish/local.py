@@ -9,6 +9,10 @@
    instant ``DIR`` is the old release or the new one, never a mix;
 3. releases other than the current and the previous one are removed.
 
+:meth:`LocalFolderTarget.staged` splits this in two (step 1, then ``switch()`` for steps 2
+and 3), so that the Hub is published and verified in between: a stage left without switching
+leaves ``DIR`` as it was and removes the release directory it wrote.
+
 A kill at any point leaves ``DIR`` on the previous complete release; the next run removes the
 leftovers (``.tmp-*`` directories, stray links).  A full disk or a permission error while
 writing leaves ``DIR`` untouched and raises :class:`PublishError` with the reason.  One
