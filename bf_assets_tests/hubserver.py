@@ -300,6 +300,8 @@ class Handler(BaseHTTPRequestHandler):
                 ):
                     r.hits += 1
                     rule = r
+                    # down from now on: a request racing this one's answer is not served
+                    state.down = state.down or r.down
                     break
         try:
             if rule is not None and not rule.after:
@@ -322,9 +324,6 @@ class Handler(BaseHTTPRequestHandler):
                 hdrs["X-Error-Message"] = e.message
                 self._json({"error": e.message}, e.status, hdrs)
         self._flush()
-        if rule is not None and rule.down:
-            with state.lock:
-                state.down = True
         auth = self.headers.get("authorization")
         with state.lock:
             state.log.append(

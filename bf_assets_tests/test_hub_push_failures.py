@@ -16,13 +16,20 @@ from pathlib import Path
 
 import pytest
 from hubserver import HubServer
+from leakproof_corpus import Gen
 from test_publish_hub import REPO, WRITE, bundles, hub, server  # noqa: F401 (fixtures)
 from trialkit import build_trial, healthy_spec
 
 from bf_assets.defs.publish import PublishTarget, ReleasePublishError
 from bf_assets.publish.bundle import Bundle
+from bf_assets.publish.hub import HubOutcome
 from bf_assets.publish.local import LocalFolderTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
+
+
+def fake_hf_token(seed: int) -> str:
+    """A token of the Hub's shape, made at run time (no credential literal in the file)."""
+    return "hf_" + Gen(seed).s(34)
 
 
 def publish_target(srv: HubServer, tmp: Path, **kw: object) -> PublishTarget:
@@ -159,12 +166,13 @@ def test_an_unknown_token_and_an_unreachable_hub_change_nothing(
 ) -> None:
     _, two = bundles
     t, before, snap, store = released
-    monkeypatch.setenv("HF_TOKEN", "hf_revoked_token_0000000000")
+    revoked = fake_hf_token(36)
+    monkeypatch.setenv("HF_TOKEN", revoked)
     with pytest.raises(ReleasePublishError) as err:
         t.publish(two.path, two.tag)
     msg = str(err.value)
     assert "the Hub rejected the token (401): Invalid credentials in Authorization header" in msg
-    assert "the Hub is unchanged" in msg and "hf_revoked_token" not in msg
+    assert "the Hub is unchanged" in msg and revoked not in msg
     assert not err.value.moved
     assert main_and_tags(hub) == (before, {bundles[0].tag: before})
     assert_local_unchanged(t, snap, store)
@@ -254,6 +262,29 @@ def test_a_hub_that_goes_down_after_the_commit_is_reported_as_it_stands(
     assert main_and_tags(hub) == (main, {one.tag: before, two.tag: main})
 
 
+def test_a_commit_whose_answer_is_lost_with_the_hub_is_reported_as_unknown(
+    hub: HubServer,  # noqa: F811
+    bundles: tuple[Bundle, Bundle],  # noqa: F811
+    released: tuple[PublishTarget, str, tuple[str, dict[str, bytes]], set[str]],
+) -> None:
+    """The commit lands, its answer is cut off and the server is gone: whether main moved
+    cannot be told, and the message says so rather than "unchanged"."""
+    one, two = bundles
+    t, before, snap, store = released
+    hub.fail("commit", 500, after=True, drop=True, down=True)
+    with pytest.raises(ReleasePublishError) as err:
+        t.publish(two.path, two.tag)
+    main, tags = main_and_tags(hub)
+    assert hub.repo(REPO).commits[main].parent == before and tags == {one.tag: before}
+    msg = str(err.value)
+    assert msg.startswith("commit: cannot reach the Hub (RemoteProtocolError")
+    assert "the Hub's main may have moved: the commit's answer was lost" in msg
+    assert "main could not be read back (list refs: cannot reach the Hub" in msg
+    assert f"no tag {two.tag}" in msg and "the Hub is unchanged" not in msg
+    assert err.value.moved
+    assert_local_unchanged(t, snap, store)
+
+
 def test_a_local_switch_failure_after_the_push_names_what_moved(
     hub: HubServer,  # noqa: F811
     bundles: tuple[Bundle, Bundle],  # noqa: F811
@@ -287,12 +318,14 @@ def test_a_server_message_is_shown_without_the_token(
 ) -> None:
     _, two = bundles
     t, before, snap, store = released
-    hub.fail("commit", 400, message=f"cannot accept this commit from token {WRITE}")
+    other = fake_hf_token(37)  # a token that is not this publisher's own
+    hub.fail("commit", 400, message=f"cannot accept this commit from token {WRITE} or {other}")
     with pytest.raises(ReleasePublishError) as err:
         t.publish(two.path, two.tag)
     msg = str(err.value)
     assert "commit: the Hub answered HTTP 400: cannot accept this commit from token" in msg
-    assert WRITE not in msg and "REDACTED" in msg
+    assert WRITE not in msg and other not in msg and other[3:11] not in msg
+    assert "REDACTED" in msg
     assert_local_unchanged(t, snap, store)
 
 
@@ -377,3 +410,50 @@ def test_cli_release_says_where_each_target_stands(
             f"commit {main_now}; the release commit {release} stays in its history, untagged)"
         )
         assert line in captured.out
+
+
+A, B = "a" * 40, "b" * 40
+
+
+@pytest.mark.parametrize(
+    ("outcome", "said", "moved"),
+    [
+        (
+            HubOutcome(REPO, "t", before=A, main=A),
+            f"the Hub is unchanged (main at {A}; no tag t)",
+            False,
+        ),
+        (
+            HubOutcome(REPO, "t", created_repo=True, before=A, main=A),
+            f"the Hub repo {REPO} was created by this publish; the Hub holds no release "
+            f"(main at {A}; no tag t)",
+            True,
+        ),
+        (
+            HubOutcome(REPO, "t", before=A, main=B),
+            f"the Hub's main is at commit {B} (it was at {A} when this publish began; this "
+            "publish confirmed no commit of its own); no tag t",
+            True,
+        ),
+        (
+            HubOutcome(REPO, "t", before=A, commit=B, verified=True, restore_failed="why"),
+            f"the Hub's main may point at the release commit {B} (verified), no tag t; it was "
+            "not restored: why",
+            True,
+        ),
+        (
+            HubOutcome(REPO, "t", before=A, main=A, verified=True, tagged=A, tag_made=True),
+            f"the Hub holds the new release (main and tag t at {A})",
+            True,
+        ),
+        (
+            HubOutcome(REPO, "t", before=A, main=A, verified=True, tagged=A),
+            f"the Hub already held this release (main and tag t at {A})",
+            False,
+        ),
+    ],
+    ids=["unchanged", "repo-created", "moved-by-another", "main-unknown", "tagged", "held"],
+)
+def test_every_hub_outcome_is_told_as_it_is(outcome: HubOutcome, said: str, moved: bool) -> None:
+    assert outcome.describe() == said
+    assert outcome.moved is moved

@@ -187,7 +187,6 @@ class HubOutcome:
     tag_unknown: str | None = None  # why it cannot be told whether the tag exists
     restored_by: str | None = None  # the commit that put back the files of ``before``
     restore_failed: str | None = None  # why main could not be put back
-
     tag_made: bool = False  # this publish created the tag (read back)
 
     @property
@@ -199,6 +198,7 @@ class HubOutcome:
             or self.commit_unknown
             or self.tag_unknown
             or self.tag_made
+            or self.commit is not None  # main is on it or on the commit restoring the files
             or (self.main is not None and self.main != self.before)
         )
 
@@ -235,7 +235,7 @@ class HubOutcome:
             if self.main is not None and self.main != self.before:
                 return (
                     f"{created}the Hub's main is at commit {self.main} (it was at {self.before} "
-                    f"when this publish began; no commit of this publish landed); "
+                    f"when this publish began; this publish confirmed no commit of its own); "
                     f"{self._tag_text()}"
                 )
             held = ", which already holds this release" if self.verified else ""
