@@ -158,6 +158,28 @@ def test_a_failed_commit_leaves_both_targets_as_they_were(
         assert not hub.requests("POST", r"/commit/")[1:]  # only the first release's commit
 
 
+def test_a_first_release_that_fails_leaves_no_local_folder_and_says_the_repo_was_made(
+    hub: HubServer,  # noqa: F811
+    bundles: tuple[Bundle, Bundle],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    one, _ = bundles
+    t = publish_target(hub, tmp_path)
+    hub.fail("commit", 500, times=99)
+    with pytest.raises(ReleasePublishError) as err:
+        t.publish(one.path, one.tag)
+    main, tags = main_and_tags(hub)
+    assert set(files_at(hub, main)) == {".gitattributes"} and not tags  # the new, empty repo
+    assert str(err.value).startswith(
+        "commit: the Hub failed with HTTP 500 after 2 attempt(s): injected 500; the Hub repo "
+        f"{REPO} was created by this publish; the Hub holds no release (main at {main}; no tag "
+        f"{one.tag}); the local release in {Path(t.out_dir)} is unchanged"
+    )
+    assert err.value.moved
+    out = Path(t.out_dir)
+    assert not out.exists() and not out.is_symlink() and releases(out) == set()
+
+
 def test_an_unknown_token_and_an_unreachable_hub_change_nothing(
     hub: HubServer,  # noqa: F811
     bundles: tuple[Bundle, Bundle],  # noqa: F811
