@@ -347,10 +347,14 @@ def _release(args: argparse.Namespace) -> int:
         print(f"why:             {reason}")
     if result.status == PUBLISHED:
         print(f"dataset folder:  {result.out_dir}")
+    elif result.hub_moved:  # the local folder kept its release, but the Hub did not stay put
+        print(f"dataset folder:  {result.out_dir} (unchanged: still the previous release)")
     else:
         print(f"dataset folder:  {result.out_dir} (unchanged: nothing was published)")
     if result.hub_url:
         print(f"hub dataset:     {result.hub_url} (commit {result.hub_commit}, tag {result.tag})")
+    elif result.hub_state:
+        print(f"hub dataset:     {result.hub_state}")
     what = "review report:  " if result.status == PUBLISHED else "blocked attempt:"
     print(f"{what} {result.report_md}")
     print(f"report (JSON):   {result.report_json}")
