@@ -386,7 +386,7 @@ def _dagster_services(args: argparse.Namespace) -> int:
     from bf_assets.cli import ui
 
     try:
-        return ui.ui(args) if args.command == "ui" else ui.daemon(args)
+        return ui.ui(args)
     except ui.ServiceUsageError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -421,7 +421,7 @@ def _command(argv: Sequence[str] | None) -> int:
             return _release(args)
         if args.command in ("show", "quarantine"):
             return _person(args)
-        if args.command in ("ui", "daemon"):
+        if args.command == "ui":
             return _dagster_services(args)
         raise _UsageError(f"unknown command {args.command!r}")
     except _UsageError as exc:
