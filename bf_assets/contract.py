@@ -170,6 +170,13 @@ _SPECS = [
         added=True,
     ),
     CheckSpec(
+        "PUBLISH_REASONING",
+        B,
+        "private reasoning written inline (think tags, a gpt-oss analysis channel, ...) "
+        "survives in a published value",
+        added=True,
+    ),
+    CheckSpec(
         "GATE_TRAJECTORY_UNTRUSTED",
         B,
         "trajectory_source is scraped or hosted_env: agent-forgeable, not a captured trajectory",

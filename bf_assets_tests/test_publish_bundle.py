@@ -222,12 +222,20 @@ def test_verify_catches_tampering_and_unlisted_files(
 
 
 def test_rows_not_selected_by_the_review_fail_not_ready(tmp_path: Path, runs_root: Path) -> None:
+    """Under a plan asking for one trial a cell, a newer healthy attempt supersedes the
+    exported one (without a plan both would be trials of their own)."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "name: one-trial\nmatrix:\n  - tasks: [demo-task]\n    harnesses: [codex-acp]\n"
+        "    models: [openai/gpt-x]\n    skill_modes: [with-skill]\n    sandboxes: [daytona]\n"
+        "    trials: 1\n"
+    )
     old = build_trial(runs_root, rollout_id="aaaa0001")
-    b = bundle_reviews(cands(old), tmp_path / "s")
+    b = bundle_reviews(cands(old), tmp_path / "s", plan_path=str(plan))
     newer = healthy_spec(rollout_id="zzzz0002")
     newer.result.update(started_at="2027-01-01 00:00:00", finished_at="2027-01-01 00:01:15")
     newer_trial = newer.sync().write(runs_root)
-    report = verify_reviews(b.path, cands(old, newer_trial))
+    report = verify_reviews(b.path, cands(old, newer_trial), plan_path=str(plan))
     assert not report.passed("PUBLISH_NOT_READY")
     assert (
         "not a trial the dataset review exports" in report.findings["PUBLISH_NOT_READY"][0].message

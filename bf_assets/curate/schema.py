@@ -87,7 +87,12 @@ _SLOT = [
     Column("task_id", pa.string(), "string", "Task id (the SkillsBench task directory name)."),
     Column("harness", pa.string(), "string", "Agent harness, normalised (`codex-acp`, …)."),
     Column("model", pa.string(), "string", "Upstream model id (never the proxy alias)."),
-    Column("skill_mode", pa.string(), "string", "`with-skill` or `no-skill`."),
+    Column(
+        "skill_mode",
+        pa.string(),
+        "string",
+        "`with-skill`, `no-skill` or `self-generated` (the agent wrote its own skills first).",
+    ),
     Column("sandbox", pa.string(), "string", "Sandbox backend (`daytona`, `docker`, …)."),
     Column(
         "trial_index",

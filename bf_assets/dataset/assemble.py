@@ -252,8 +252,10 @@ def report_pieces(
     tasks_dir: str | None = None,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> Iterator[str]:
-    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``)."""
+    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``;
+    ``clean``: the published report's cleaning of every value it shows)."""
     cmd = ["bf-assets", "review", *roots]
     if tasks_dir:
         cmd += ["--tasks", tasks_dir]
@@ -273,6 +275,7 @@ def report_pieces(
         assessment=ds.assessment,
         entries=ds.entries,
         decision=ds.decision,
+        clean=clean,
     )
 
 

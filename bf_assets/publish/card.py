@@ -2,10 +2,12 @@
 
 Rendered only from release facts (counts, exclusions, cleaning stats, schema, splits, the
 release tag), never from wall-clock time, so an unchanged release renders byte-identically.
-Values that come from trial data (task ids, model names, refs) are cleaned like the rows
-before they are written.  Markup rules: a code span never holds a backtick (type names are
-plain text, ``schema._TYPE_TEXT``), table cells escape ``|``, and the YAML ``configs`` list
-every shard of every split by name.
+Values that come from trial data or user input (task ids, model names, refs, job and rollout
+names, quarantine reasons and names, the pretty name, the repository id) are cleaned like the
+rows before they are written, then escaped for Markdown and HTML wherever they are written
+(:mod:`bf_assets.dataset.reportmarkup`: text, table cells, code spans and code blocks whose
+fence no value can close), so none of them renders as a tag, an attribute or a link.  The
+YAML ``configs`` list every shard of every split by name.
 
 With ``license: other`` the bundle ships :func:`render_license` as ``LICENSE`` and the
 metadata links it (``license_link``); any other license id links nothing.
@@ -13,6 +15,7 @@ metadata links it (``license_link``); any other license id links nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -32,6 +35,15 @@ from bf_assets.curate.schema import (
 )
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
+from bf_assets.dataset.reportmarkup import (
+    Markdown,
+    md_cell,
+    md_code,
+    md_fence,
+    md_link,
+    md_text,
+    one_line,
+)
 from bf_assets.publish.changes import changes_markdown
 from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
@@ -112,27 +124,21 @@ def _header(f: CardFacts) -> str:
     return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
-def _text(v: Any) -> str:
-    """Markdown text: ``<`` outside code spans becomes ``&lt;`` (``<HOME>`` would otherwise be
-    taken for an HTML tag and vanish); code spans are left as they are."""
-    text = str(v)
+def _prose(text: str) -> Markdown:
+    """Markdown text of this package (a column's description): its code spans kept, ``<``
+    outside them written ``&lt;``, ``|`` escaped for a table cell."""
     if text.count("`") % 2:  # an unpaired backtick would open a span that never closes
         text = text.replace("`", "'")
     parts = text.split("`")
-    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
-
-
-def _cell(v: Any) -> str:
-    if v is None or v == "":
-        return "–"
-    return _text(v).replace("|", "\\|").replace("\n", " ")
+    out = "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+    return Markdown(one_line(out).replace("|", "\\|"))
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if not rows:
         return "_none_\n"
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    out += ["| " + " | ".join(md_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
@@ -173,36 +179,35 @@ def _cleaned(facts: CardFacts) -> CardFacts:
     )
 
 
-def _code(text: str) -> str:
-    """A code span; backticks inside would end it early, so they never go in."""
-    return "`" + text.replace("`", "'") + "`"
+def _py(text: str) -> str:
+    """A Python string literal of ``text`` (for the card's code)."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _load_section(f: CardFacts) -> str:
     repo = f.repo_id or "<namespace>/<name>"
     tag = f.tag or TAG_PLACEHOLDER
     names = f.split_names
-    lines = [
-        "## Load it\n",
-        "Pin the release tag: the repository's `main` moves on with every release, a tag "
-        "never does.\n",
-        "```python",
+    code = [
         "from datasets import load_dataset",
         "",
-        f'REPO = "{repo}"',
-        f'TAG = "{tag}"  # this release',
+        f"REPO = {_py(repo)}",
+        f"TAG = {_py(tag)}  # this release",
         "",
     ]
+    shown = one_line(", ".join(names))
     for name in f.configs:
-        lines.append(f'{name} = load_dataset(REPO, "{name}", revision=TAG)  # {", ".join(names)}')
+        code.append(f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG)  # {shown}")
     first = next(iter(f.configs), DEFAULT_CONFIG)
-    lines += [
-        f'train = load_dataset(REPO, "{first}", split="{names[0]}", revision=TAG)',
-        "```\n",
-        "A local copy of this folder loads the same way with its path in place of `REPO` "
-        "and no `revision`.\n\n",
-    ]
-    return "\n".join(lines)
+    code.append(f"train = load_dataset(REPO, {_py(first)}, split={_py(names[0])}, revision=TAG)")
+    return (
+        "## Load it\n\n"
+        "Pin the release tag: the repository's `main` moves on with every release, a tag "
+        "never does.\n\n"
+        + md_fence("\n".join(code), "python")
+        + "\nA local copy of this folder loads the same way with its path in place of `REPO` "
+        "and no `revision`.\n\n"
+    )
 
 
 def _splits_section(f: CardFacts) -> str:
@@ -222,21 +227,23 @@ def _splits_section(f: CardFacts) -> str:
     out = ["## Splits\n\n"]
     if len(names) > 1:
         out.append(
-            f"Split by task, never by trial: no task is in both `{names[0]}` and "
-            f"`{names[1]}`, and every config splits the same way. A task is held out when "
+            f"Split by task, never by trial: no task is in both {md_code(names[0])} and "
+            f"{md_code(names[1])}, and every config splits the same way. A task is held out when "
             f"the sha256 of `<seed>:<task id>`, read as a fraction of 2^64, is below the test "
-            f"fraction ({sp.get('test_fraction')}, seed {sp.get('seed')}, from the "
-            f"{sp.get('source')}), so a task keeps its split from release to release. "
+            f"fraction ({md_text(sp.get('test_fraction'))}, seed {md_text(sp.get('seed'))}, "
+            f"from the {md_text(sp.get('source'))}), so a task keeps its split from release "
+            "to release. "
             "Evaluate on the held-out tasks only.\n\n"
         )
     else:
         out.append(
-            f"One split, `{names[0]}` (test fraction {sp.get('test_fraction')}, from the "
-            f"{sp.get('source')}). Nothing is held out: do not report evaluation results on "
+            f"One split, {md_code(names[0])} (test fraction "
+            f"{md_text(sp.get('test_fraction'))}, from the {md_text(sp.get('source'))}). "
+            "Nothing is held out: do not report evaluation results on "
             "these tasks as held-out results.\n\n"
         )
     if sp.get("note"):
-        out.append(f"Note: {sp['note']}.\n\n")
+        out.append(f"Note: {md_text(sp['note'])}.\n\n")
     out.append(_table(["split", "tasks", *f.configs, "task ids"], rows))
     return "".join(out) + "\n"
 
@@ -279,7 +286,7 @@ def _trainers_section(f: CardFacts) -> str:
             [
                 (
                     c,
-                    CONFIG_CONSUMERS[c],
+                    _prose(CONFIG_CONSUMERS[c]),
                     {
                         "prime_sft": "only for older Prime-RL releases",
                         "trl_sft": "only for templates that join arguments as text",
@@ -320,10 +327,10 @@ def schema_markdown(configs: Iterable[str]) -> str:
                 ["column", "type", "null", "description"],
                 [
                     (
-                        _code(c.name),
-                        _code(c.type_text),
+                        md_code(c.name, in_table=True),
+                        md_code(c.type_text, in_table=True),
                         "yes" if c.nullable else "no",
-                        c.description,
+                        _prose(c.description),
                     )
                     for c in CONFIGS[name]
                 ],
@@ -387,13 +394,12 @@ def _citation_section(f: CardFacts) -> str:
     return (
         "## Citation\n\n"
         "Cite the release you used (its tag), and the task source and models as their own "
-        "terms ask.\n\n"
-        f"```bibtex\n@misc{{{key},\n{body}\n}}\n```\n"
+        "terms ask.\n\n" + md_fence(f"@misc{{{key},\n{body}\n}}", "bibtex")
     )
 
 
 def _bib(v: str) -> str:
-    return str(v).replace("{", "(").replace("}", ")").replace("\\", "/")
+    return one_line(str(v)).replace("{", "(").replace("}", ")").replace("\\", "/")
 
 
 def render_license(facts: CardFacts) -> str:
@@ -443,21 +449,23 @@ def render_card(facts: CardFacts) -> str:
     by_reason = Counter(e.reason for e in facts.excluded)  # our own reason names
     f = _cleaned(facts)
     n = f.configs.get(DEFAULT_CONFIG, 0)
-    p = [_header(f), f"\n# {f.pretty_name}\n\n"]
+    p = [_header(f), f"\n# {md_text(f.pretty_name)}\n\n"]
     p.append(
         "Agent-benchmark trajectories from Benchflow / SkillsBench runs, reviewed trial by "
         "trial by bf-assets and curated for training. "
-        f"This release holds **{n}** rollouts" + (f" (tag `{f.tag}`)" if f.tag else "") + ".\n\n"
-        f"Release verdict: **{f.verdict}**.\n\n"
+        f"This release holds **{n}** rollouts"
+        + (f" (tag {md_code(f.tag)})" if f.tag else "")
+        + ".\n\n"
+        f"Release verdict: **{md_text(f.verdict)}**.\n\n"
     )
     if f.dataset_reasons:
-        p.append("Why: " + _text("; ".join(f.dataset_reasons)) + ".\n\n")
+        p.append("Why: " + md_text("; ".join(f.dataset_reasons)) + ".\n\n")
     p.append(_load_section(f))
     p.append("## Configs\n\n")
     p.append(
         _table(
             ["config", "rows", "what"],
-            [(c, k, CONFIG_DESCRIPTIONS[c]) for c, k in f.configs.items()],
+            [(c, k, _prose(CONFIG_DESCRIPTIONS[c])) for c, k in f.configs.items()],
         )
     )
     p.append("\n" + _splits_section(f))
@@ -478,7 +486,7 @@ def render_card(facts: CardFacts) -> str:
     reviewed = len(f.rows) + n_excluded
     p.append(
         f"- {reviewed} trial(s) reviewed: {len(f.rows)} exported, {n_excluded} "
-        f"excluded (listed below with their reasons); release verdict **{f.verdict}** "
+        f"excluded (listed below with their reasons); release verdict **{md_text(f.verdict)}** "
         "(`checks.md` §3).\n"
         "- Every exported trial passed the hard trajectory gate and the audits of the review "
         "contract (`checks.md`: skills, reward hacking, verifier isolation, attribution, "
@@ -511,7 +519,7 @@ def render_card(facts: CardFacts) -> str:
     if f.not_ingested:
         p.append(
             "\nFound under the run roots but not reviewed (nothing of them is included): "
-            + ", ".join(_code(j) for j in f.not_ingested)
+            + ", ".join(md_code(j) for j in f.not_ingested)
             + "\n"
         )
     p.append(f"\n## Manual review decisions ({len(f.decisions)})\n\n")
@@ -540,7 +548,7 @@ def render_card(facts: CardFacts) -> str:
         _table(
             ["what", "kind", "count"],
             [
-                (w, _code(str(d["kind"])), d["count"])
+                (w, md_code(d["kind"], in_table=True), d["count"])
                 for w in ("redactions", "host_paths", "banned_keys", "reasoning")
                 for d in st[w]
             ],
@@ -553,10 +561,10 @@ def render_card(facts: CardFacts) -> str:
     p.append("## Residual risk\n\n" + "".join(f"- {r}\n" for r in RESIDUAL_RISK))
     p.append("\n## Provenance\n\n")
     p.append(f"- Pipeline: bf-assets {pipeline_version()}\n")
-    p.append("- Jobs: " + (", ".join(_code(j) for j in f.jobs) or "_none_") + "\n")
+    p.append("- Jobs: " + (", ".join(md_code(j) for j in f.jobs) or "_none_") + "\n")
     p.append(
         "- Task source refs: "
-        + (", ".join(_code(r) for r in f.source_refs) or "_none recorded_")
+        + (", ".join(md_code(r) for r in f.source_refs) or "_none recorded_")
         + "\n"
     )
     p.append(
@@ -568,7 +576,7 @@ def render_card(facts: CardFacts) -> str:
         "subject to each model provider's terms, some of which restrict training competing "
         "models."
         + (
-            f" The terms are in [`{f.license_file}`]({f.license_file}).\n\n"
+            f" The terms are in [{md_code(f.license_file)}]({md_link(f.license_file)}).\n\n"
             if f.license_file
             else "\n\n"
         )

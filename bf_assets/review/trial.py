@@ -17,6 +17,7 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
+from bf_assets.review.story import trial_story
 
 
 def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
@@ -24,6 +25,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     opts = options or ReviewOptions()
     gate = run_gate(data)
     c = gate.classification
+    story = trial_story(data, gate.view)
     if not opts.audits or data.ref.link_escape:
         return TrialReview(
             ref=data.ref,
@@ -37,6 +39,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             findings=gate.findings,
             files=data.files,
             reward=gate.view.reward,
+            story=story,
         )
     ctx = AuditContext(tasks_dir=Path(opts.tasks_dir) if opts.tasks_dir else None)
     audit = audit_trial(
@@ -61,6 +64,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         files=data.files,
         skills=audit.skills,
         reward=gate.view.reward,
+        story=story,
     )
 
 
