@@ -10,6 +10,7 @@ from pathlib import Path
 from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
+from bf_assets.gate.identity_secret import identity_secret_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.gate.verdict import verdict_of
 from bf_assets.ingest.discovery import TrialRef
@@ -89,14 +90,15 @@ def review_uncached(ref: TrialRef, opts: ReviewOptions) -> TrialReview:
             f"the trial could not be reviewed safely: {type(exc).__name__}: {exc}",
             file=".",
         )
+        ident = Identity(job=ref.job, rollout=ref.rollout)
         return TrialReview(
             ref=ref,
-            identity=Identity(job=ref.job, rollout=ref.rollout),
+            identity=ident,
             layout=ref.layout,
             outcome=Outcome.UNHEALTHY.value,
             healthy=False,
             training_ready=False,
             verdict=Verdict.REJECTED.value,
             attribution="unknown",
-            findings=[f],
+            findings=sort_findings([f, *identity_secret_findings(ref, ident)]),
         )
