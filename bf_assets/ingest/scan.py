@@ -150,6 +150,7 @@ class TrialData:
     file_issues: dict[str, list[ReadIssue]]  # per relative path, for documents and other files
     memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
     harbor: HarborLog = field(default_factory=HarborLog)  # Harbor agent logs (harbor layout)
+    read_files: tuple[str, ...] = ()  # the files the scan read (relative), in path order
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -579,4 +580,5 @@ def scan_trial(
         files,
         file_issues,
         harbor=harbor,
+        read_files=tuple(sorted(known)),
     )

@@ -18,6 +18,7 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
+from bf_assets.review.source_secrets import source_secret_findings
 
 
 def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
@@ -25,6 +26,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     opts = options or ReviewOptions()
     gate = run_gate(data)
     c = gate.classification
+    secrets = source_secrets(data)
     if not opts.audits or data.ref.link_escape:
         return TrialReview(
             ref=data.ref,
@@ -35,7 +37,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             training_ready=c.training_ready,
             verdict=gate.verdict,
             attribution=c.attribution,
-            findings=gate.findings,
+            findings=sort_findings([*gate.findings, *secrets]) if secrets else gate.findings,
             files=data.files,
             reward=gate.view.reward,
         )
@@ -47,7 +49,9 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         attribution=c.attribution,
         existing_checks=frozenset(f.check for f in gate.findings),
     )
-    findings, attribution = merge_findings(gate.findings, audit.findings, c.outcome, c.attribution)
+    findings, attribution = merge_findings(
+        gate.findings, [*audit.findings, *secrets], c.outcome, c.attribution
+    )
     healthy = c.healthy and attribution in ("n/a", "model_capability")
     return TrialReview(
         ref=data.ref,
@@ -63,6 +67,23 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         skills=audit.skills,
         reward=gate.view.reward,
     )
+
+
+def source_secrets(data: TrialData) -> list[Finding]:
+    """``SOURCE_SECRET`` findings of the files the scan read (none for a trial not read)."""
+    if data.ref.link_escape or not data.read_files:
+        return []
+    docs = {
+        rel: doc.value
+        for rel, doc in (
+            ("result.json", data.result),
+            ("config.json", data.config),
+            ("run_config.json", data.run_config),
+            ("prompts.json", data.prompts),
+        )
+        if doc.present
+    }
+    return source_secret_findings(data.ref.path, data.ref.root, data.read_files, docs)
 
 
 def merge_findings(
