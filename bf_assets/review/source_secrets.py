@@ -24,6 +24,7 @@ import codecs
 import hashlib
 import os
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,7 +106,7 @@ def _finding(rel: str, line: int, hit: _Hit, again: int) -> Finding:
     more = f" (and {again} later lines of the file)" if again else ""
     return finding(
         CHECK,
-        f"a credential ({hit.kind}) in {where}{more}: rotate it (the export redacts it)",
+        f"a credential ({hit.kind}) in {where}{more}: rotate it (no export shows it)",
         file=rel,
         line=line,
         evidence=hit.excerpt,
@@ -140,14 +141,15 @@ class _Pieces:
     def split(self, lines: list[str]) -> tuple[list[str], list[int], list[tuple[int, int]]]:
         """``(new pieces, the line index of each, (line index, hash) of the repeats that may
         hold a secret)``: of a piece known to, or first seen in these lines."""
-        if len(self.known) > MAX_KNOWN_PIECES:
-            self.known = {h: d for h, d in self.known.items() if d}
         fresh: list[str] = []
         owner: list[int] = []
         repeats: list[tuple[int, int]] = []
         here: set[int] = set()
         known = self.known
         for i, line in enumerate(lines):
+            if len(known) > MAX_KNOWN_PIECES:  # forget what held no secret
+                self.known = known = {h: d for h, d in known.items() if d}
+                here = {h for h in here if h in known}
             for message in line.split(_CUT):
                 h = hash(message)
                 got = known.get(h)
@@ -279,7 +281,12 @@ def _line_hits(line: str, json_kind: str, whole: bool, spans_of: Any) -> list[_H
     if not json_kind:
         return [_hit(line, line_spans, sp) for sp in line_spans]
     hits: list[_Hit] = []
+    starts = sorted(a for a, _, _, _ in line_spans)
+    ends = sorted(b for _, b, _, _ in line_spans)
     for m in _STRING.finditer(line):
+        # only a string the line's spans touch (the rest of a long line is not decoded)
+        if bisect_left(starts, m.end()) <= bisect_right(ends, m.start()):
+            continue
         try:
             value = orjson.loads(m.group())
         except orjson.JSONDecodeError:
