@@ -178,7 +178,7 @@ _SPECS = [
     CheckSpec(
         "IDENTITY_SECRET",
         B,
-        "a credential-shaped string in the task id, rollout, trial directory or job name",
+        "a credential-shaped string in a name the trial is shown by (task, rollout, job, model...)",
         added=True,
     ),
     CheckSpec(

@@ -1,5 +1,5 @@
 """Credential-shaped strings in a trial's identity: its task id, rollout name, trial and job
-directory names, job name and path.
+directory names, job name and path, and the model, harness and sandbox of its slot.
 
 These names key the trial everywhere (rows, the excluded-trials file, the report, the card,
 the manifest), so a secret in one of them cannot be redacted away without losing which
@@ -28,6 +28,9 @@ def identity_fields(ref: TrialRef, ident: Identity) -> list[tuple[str, str | Non
         ("job directory name", ref.job),
         ("job key", ref.job_key),
         ("trial path", ref.rel_path),
+        ("model name", ident.model),
+        ("harness name", ident.harness),
+        ("sandbox name", ident.sandbox),
     ]
 
 
