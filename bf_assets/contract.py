@@ -182,6 +182,18 @@ _SPECS = [
         "trajectory_source is scraped or hosted_env: agent-forgeable, not a captured trajectory",
         added=True,
     ),
+    CheckSpec(
+        "IDENTITY_SECRET",
+        B,
+        "a credential-shaped string in a name the trial is shown by (task, rollout, job, model...)",
+        added=True,
+    ),
+    CheckSpec(
+        "SOURCE_SECRET",
+        W,
+        "a credential-shaped string in one of the trial's own files: rotate it",
+        added=True,
+    ),
 ]
 
 CHECKS: dict[str, CheckSpec] = {spec.id: spec for spec in _SPECS}

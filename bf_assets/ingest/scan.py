@@ -152,6 +152,7 @@ class TrialData:
     memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
     harbor: HarborLog = field(default_factory=HarborLog)  # Harbor agent logs (harbor layout)
     ctrf: CtrfFacts | None = None  # verifier/ctrf.json, when the trial has one
+    read_files: tuple[str, ...] = ()  # the files the scan read (relative), in path order
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -597,4 +598,5 @@ def scan_trial(
         file_issues,
         harbor=harbor,
         ctrf=ctrf,
+        read_files=tuple(sorted(known)),
     )
