@@ -18,8 +18,8 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
-from bf_assets.review.story import trial_story
 from bf_assets.review.source_secrets import source_secret_findings
+from bf_assets.review.story import trial_story
 
 
 def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
