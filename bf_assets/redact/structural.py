@@ -102,9 +102,11 @@ _EXAMPLE_WORDS = frozenset(
 def is_placeholder(value: str) -> bool:
     """Values that stand for a secret without being one (``${VAR}``, ``<token>``, ``xxxx``,
     ``your-api-key``, our markers, an environment lookup)."""
-    v = value.strip().strip("()[]{}")
+    whole = value.strip()
+    v = whole.strip("()[]{}")
     return (
         not v
+        or bool(_PLACEHOLDER.fullmatch(whole))
         or v.lower() in _EXAMPLE_WORDS
         or is_marker(v)
         or "REDACTED" in v
