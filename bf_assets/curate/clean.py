@@ -606,7 +606,6 @@ def redact_text_stable(text: str, counts: Counter[str]) -> str:
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
 
-
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 
 
