@@ -68,8 +68,11 @@ STORY_INT_COLUMNS = (
     "tests_passed",
     "tests_failed",
     "tests_skipped",
+    "judge_passed",
+    "judge_total",
+    "tokens_thought",
 )
-STORY_FLOAT_COLUMNS = ("cost_usd", "wall_time_sec")
+STORY_FLOAT_COLUMNS = ("cost_usd", "wall_time_sec", "judge_score")
 FINDING_COLUMNS = [*TRIAL_KEY, "check", "severity", "message", "file", "line", "evidence"]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
+from bf_assets.gate.cite import locate_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.gate.verdict import verdict_of
 from bf_assets.ingest.discovery import TrialRef
@@ -36,7 +37,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             training_ready=c.training_ready,
             verdict=gate.verdict,
             attribution=c.attribution,
-            findings=gate.findings,
+            findings=locate_findings(data, gate.view, gate.findings),
             files=data.files,
             reward=gate.view.reward,
             story=story,
@@ -50,6 +51,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         existing_checks=frozenset(f.check for f in gate.findings),
     )
     findings, attribution = merge_findings(gate.findings, audit.findings, c.outcome, c.attribution)
+    findings = locate_findings(data, gate.view, findings)
     healthy = c.healthy and attribution in ("n/a", "model_capability")
     return TrialReview(
         ref=data.ref,
