@@ -198,3 +198,19 @@ def test_every_finding_on_a_json_document_has_a_line(tmp_path: Path) -> None:
     (reward,) = by_check(r, "GATE_REWARD_MISSING")
     assert text[reward.line - 1].lstrip().startswith('"rewards"')
     assert reward.evidence and reward.evidence.startswith("rewards")
+
+
+def test_every_finding_on_a_real_json_file_has_a_line(fixtures_dir: Path) -> None:
+    opts = ReviewOptions()
+    checked = 0
+    for name in ("harbor-real", "benchflow-writer", "benchflow-evals"):
+        for ref in discover([fixtures_dir / name]).trials:
+            r = review_uncached(ref, opts)
+            for f in r.findings:
+                if not (f.file or "").endswith(".json"):
+                    continue
+                if not (Path(ref.path) / f.file).is_file():
+                    continue  # a file the trial lacks (GATE_RESULT_MISSING) has no line
+                checked += 1
+                assert f.line, (ref.rel_path, f)
+    assert checked >= 100

@@ -12,6 +12,7 @@ small document's bytes kept at read time; nothing is read again.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import replace
@@ -70,12 +71,26 @@ def _locate(t: TrialData, v: ResultView, f: Finding) -> Finding:
         return f
     doc = t.document(f.file)
     if doc is None or doc.raw is None:
-        return f
+        return _whole_file(t, f)
     for key in _candidates(f, v):
         if has_key(doc.value, key):
             line, evidence = cite(t, f.file, key)
             return replace(f, line=f.line or line, evidence=f.evidence or evidence)
     return f if f.line is not None else replace(f, line=1)
+
+
+def _whole_file(t: TrialData, f: Finding) -> Finding:
+    """Line 1 for a finding on another of the trial's JSON files (an agent log) that says
+    nothing more precise: the file as a whole, when it is on disk and not empty."""
+    if f.line is not None or f.file is None or not f.file.endswith(".json"):
+        return f
+    if f.file.startswith(("/", "../")) or "/../" in f.file:
+        return f
+    try:
+        size = os.stat(os.path.join(t.ref.path, f.file)).st_size
+    except OSError:
+        return f
+    return replace(f, line=1) if size > 0 else f
 
 
 def locate_findings(t: TrialData, v: ResultView, findings: Iterable[Finding]) -> list[Finding]:
