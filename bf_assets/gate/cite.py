@@ -42,7 +42,7 @@ def _candidates(f: Finding, v: ResultView) -> list[str]:
         "ATTR_UNKNOWN": ["error", "exception_info", v.reward_field, "rewards"],
         "GATE_TRAJECTORY_PARTIAL": ["partial_trajectory"],
         "GATE_TRAJECTORY_UNTRUSTED": ["trajectory_source"],
-        "GATE_CROSS_MISMATCH": ["task_name", "model", "agent"],
+        "GATE_CROSS_MISMATCH": ["task_name"],
         "PROVENANCE_MISSING": ["source", "task_digest", "task_checksum", "config.task"],
         "SKILL_CATALOG_UNKNOWN": ["skill_mode", "agent_info", "agent", "config.agent"],
         "SKILL_EXPECTED_UNKNOWN": ["task_name", "config.task"],
