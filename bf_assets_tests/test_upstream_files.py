@@ -214,3 +214,26 @@ def test_every_finding_on_a_real_json_file_has_a_line(fixtures_dir: Path) -> Non
                 checked += 1
                 assert f.line, (ref.rel_path, f)
     assert checked >= 100
+
+
+def test_key_line_finds_keys_in_nested_objects_arrays_and_tricky_strings() -> None:
+    doc = {
+        "a": 'x"}]{[',
+        "rewards": {"reward": None, "x": [1, {"y": "a\\n"}]},
+        "trials": [{"checks": {"reward_hacking": {"outcome": "fail"}}}],
+    }
+    data = json.dumps(doc, indent=2).encode()
+    lines = data.decode().splitlines()
+
+    def at(path: str) -> str:
+        n = key_line(data, path)
+        assert n is not None
+        return lines[n - 1].strip()
+
+    assert at("rewards.reward") == '"reward": null,'
+    assert at("rewards.x[1].y").startswith('"y"')
+    assert at("trials[0].checks.reward_hacking.outcome") == '"outcome": "fail"'
+    assert at("rewards.absent") == '"rewards": {'  # the nearest present parent
+    assert key_line(data, "rewards.absent", nearest=False) is None
+    assert key_line(data, "absent") == 1
+    assert key_line(b" " * (5 * 1024 * 1024) + data, "a") is None  # over the cap: not searched

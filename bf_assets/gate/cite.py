@@ -72,11 +72,15 @@ def _locate(t: TrialData, v: ResultView, f: Finding) -> Finding:
     doc = t.document(f.file)
     if doc is None or doc.raw is None:
         return _whole_file(t, f)
-    for key in _candidates(f, v):
+    keys = _candidates(f, v)
+    for key in keys:
         if has_key(doc.value, key):
             line, evidence = cite(t, f.file, key)
             return replace(f, line=f.line or line, evidence=f.evidence or evidence)
-    return f if f.line is not None else replace(f, line=1)
+    if f.line is not None:
+        return f
+    # the key is absent: its nearest present parent (line 1: the document itself)
+    return replace(f, line=(key_line(doc.raw, keys[0]) if keys else None) or 1)
 
 
 def _whole_file(t: TrialData, f: Finding) -> Finding:
