@@ -287,12 +287,3 @@ def read_upstream(
         else:
             up.answer = text
     return up
-
-
-def learning_curve(summary: Any) -> list[float | None] | None:
-    """A job summary's ``learner_store.learning_curve`` (continual-learning runs), or None."""
-    store = summary.get("learner_store") if isinstance(summary, dict) else None
-    curve = store.get("learning_curve") if isinstance(store, dict) else None
-    if not isinstance(curve, list):
-        return None
-    return [_float(x) for x in curve]
