@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trialkit import errored_spec, healthy_spec
+from trialkit import errored_spec, healthy_spec, oracle_spec
 
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.jsonpos import key_line
@@ -74,6 +74,24 @@ def test_tests_or_solutions_mounted_for_the_agent_are_a_blocker(tmp_path: Path) 
     (f,) = by_check(r, "SANDBOX_MOUNT_VERIFIER")
     assert f.severity == "blocker" and f.line == 6  # the second volume's line
     assert "/tests" in f.message
+
+
+def test_an_oracle_lane_may_mount_its_solution(tmp_path: Path) -> None:
+    t = oracle_spec().write(tmp_path)
+    t.write_text("docker-compose-mounts.json", mounts("/srv/tasks/demo/solution:/solution:ro"))
+    r = one(tmp_path)
+    assert r.outcome == "oracle" and not by_check(r, "SANDBOX_MOUNT_VERIFIER")
+
+
+def test_a_self_generated_run_may_mount_its_own_skills_not_the_tasks(tmp_path: Path) -> None:
+    t = healthy_spec().write(tmp_path)
+    set_mode(t, "self-generated")
+    own = "/srv/jobs/_self_gen/demo-1a2b3c4d/skills:/root/.claude/skills"
+    t.write_text("docker-compose-mounts.json", mounts(own))
+    assert not by_check(one(tmp_path), "SANDBOX_MOUNT_SKILLS")
+    t.write_text("docker-compose-mounts.json", mounts("/srv/tasks/demo/environment/skills:/skills"))
+    (f,) = by_check(one(tmp_path), "SANDBOX_MOUNT_SKILLS")
+    assert "self-generated" in f.message
 
 
 def test_an_unreadable_mounts_file_is_a_quarantine_not_an_exception(tmp_path: Path) -> None:

@@ -173,7 +173,7 @@ def audit_trial(
     found += _guard("PATH_MISMATCH", "path", path_fn, failures)
     prov = partial(paths.provenance_findings, t)
     found += _guard("PROVENANCE_MISSING", "provenance", prov, failures)
-    up = partial(upstream.upstream_findings, t)
+    up = partial(upstream.upstream_findings, t, outcome)
     found += _guard("UPSTREAM_FILE_INVALID", "upstream-file", up, failures)
     attr = [f for f in found if f.check == "ATTR_EXPERIMENT_FIDELITY"]
     detail = {

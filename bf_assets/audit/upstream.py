@@ -59,10 +59,12 @@ def _is_verifier(m: Mount) -> bool:
     return any(p in VERIFIER_DIR_NAMES or p in VERIFIER_FILE_NAMES for p in parts)
 
 
-def mount_findings(t: TrialData) -> list[Finding]:
-    """``SANDBOX_MOUNT_SKILLS`` / ``SANDBOX_MOUNT_VERIFIER`` for each offending mount."""
+def mount_findings(t: TrialData, outcome: str | None = None) -> list[Finding]:
+    """``SANDBOX_MOUNT_SKILLS`` / ``SANDBOX_MOUNT_VERIFIER`` for each offending mount (an
+    oracle lane runs the solution: its mounts of it are no finding)."""
     mounts = t.upstream.mounts or []
     mode = t.identity.skill_mode
+    oracle = outcome == "oracle" or t.identity.harness == "oracle"
     out: list[Finding] = []
     for m in mounts:
         where = {"file": MOUNTS_FILE, "line": _line(t, MOUNTS_FILE, m.line_key or m.key)}
@@ -76,7 +78,7 @@ def mount_findings(t: TrialData) -> list[Finding]:
                     **where,
                 )
             )
-        if _is_verifier(m) and t.identity.harness != "oracle":  # an oracle runs the solution
+        if _is_verifier(m) and not oracle:
             out.append(
                 finding(
                     "SANDBOX_MOUNT_VERIFIER",
@@ -144,5 +146,6 @@ def problem_findings(t: TrialData) -> list[Finding]:
     ]
 
 
-def upstream_findings(t: TrialData) -> list[Finding]:
-    return [*problem_findings(t), *mount_findings(t), *review_findings(t)]
+def upstream_findings(t: TrialData, outcome: str | None = None) -> list[Finding]:
+    """Every finding on the trial's upstream files (``outcome``: the gate's)."""
+    return [*problem_findings(t), *mount_findings(t, outcome), *review_findings(t)]
