@@ -255,3 +255,16 @@ def test_key_line_finds_keys_in_nested_objects_arrays_and_tricky_strings() -> No
     assert key_line(data, "rewards.absent", nearest=False) is None
     assert key_line(data, "absent") == 1
     assert key_line(b" " * (5 * 1024 * 1024) + data, "a") is None  # over the cap: not searched
+
+
+def test_a_new_job_review_report_changes_the_trials_cache_digest(tmp_path: Path) -> None:
+    from bf_assets.ingest.discovery import trial_tree
+
+    t = healthy_spec().write(tmp_path)
+    (ref,) = discover([tmp_path]).trials
+    before = trial_tree(ref)
+    checks = {"reward_hacking": {"outcome": "fail", "explanation": "x"}}
+    (t.path.parent / "review_report.json").write_text(
+        json.dumps(review_report(t.path.name, checks))
+    )
+    assert trial_tree(ref) != before  # a cached review is not reused: the report is read anew
