@@ -10,6 +10,7 @@ from pathlib import Path
 from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
+from bf_assets.gate.cite import locate_findings
 from bf_assets.gate.identity_secret import identity_secret_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.gate.verdict import verdict_of
@@ -39,7 +40,11 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             training_ready=c.training_ready,
             verdict=gate.verdict,
             attribution=c.attribution,
-            findings=sort_findings([*gate.findings, *secrets]) if secrets else gate.findings,
+            findings=locate_findings(
+                data,
+                gate.view,
+                sort_findings([*gate.findings, *secrets]) if secrets else gate.findings,
+            ),
             files=data.files,
             reward=gate.view.reward,
             story=story,
@@ -55,6 +60,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     findings, attribution = merge_findings(
         gate.findings, [*audit.findings, *secrets], c.outcome, c.attribution
     )
+    findings = locate_findings(data, gate.view, findings)
     healthy = c.healthy and attribution in ("n/a", "model_capability")
     return TrialReview(
         ref=data.ref,
