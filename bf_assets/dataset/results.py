@@ -36,7 +36,7 @@ import numpy as np
 
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import is_model_trial, show, trial_key
-from bf_assets.dataset.decide import PROBE_REASONS, Decision, ExportDecision
+from bf_assets.dataset.decide import EXPORTED, PROBE_REASONS, ExportDecision
 from bf_assets.ingest.identity import normalize_skill_mode
 from bf_assets.review.record import TrialReview
 
@@ -71,11 +71,12 @@ class ResultTrial:
         return (self.task, self.harness, self.model, self.skill_mode)
 
 
-def result_trial(review: TrialReview, decision: Decision | None) -> ResultTrial | None:
-    """The trial as the table reads it; ``None`` for the oracle and no-op lanes."""
+def result_trial(review: TrialReview, reason: str | None) -> ResultTrial | None:
+    """The trial as the table reads it, given its export decision's ``reason`` (``None``:
+    no decision); ``None`` for the oracle and no-op lanes."""
     if not is_model_trial(review) or review.outcome == Outcome.ORACLE:
         return None
-    if decision is not None and decision.reason in PROBE_REASONS:
+    if reason in PROBE_REASONS:
         return None
     i = review.identity
     reward = review.reward
@@ -88,21 +89,18 @@ def result_trial(review: TrialReview, decision: Decision | None) -> ResultTrial 
         skill_mode=show(normalize_skill_mode(i.skill_mode)),
         reward=reward,
         healthy=bool(review.healthy),
-        exported=decision is not None and decision.exported,
+        exported=reason == EXPORTED,
     )
 
 
 def result_trials(
     reviews: Iterable[TrialReview], decision: ExportDecision
 ) -> Iterator[ResultTrial]:
-    """Each model trial of the dataset review with its decision (reviews and decisions are
-    in the same order; a trial out of step is looked up by its key)."""
-    decisions = decision.decisions
-    for n, r in enumerate(reviews):
-        d = decisions[n] if n < len(decisions) else None
-        if d is None or d.key != trial_key(r):
-            d = decision.get(trial_key(r))
-        t = result_trial(r, d)
+    """Each model trial of the dataset review with its decision (by key: trials that share
+    one take the decision every view gives them, the last one's)."""
+    for r in reviews:
+        d = decision.get(trial_key(r))
+        t = result_trial(r, None if d is None else d.reason)
         if t is not None:
             yield t
 
@@ -514,10 +512,22 @@ def results_markdown(
     heading: str = "##",
     picture: str | None = None,
 ) -> str:
-    """The results as Markdown: the lifts side by side, what the review changes, the
-    picture (``picture``: Markdown of it) and every cell.  ``cell`` and ``text`` write a
-    value from trial data into a table cell and into running text (escaped, and cleaned
-    where the copy is published)."""
+    """:func:`results_pieces` as one string."""
+    return "".join(results_pieces(table, cell, text, heading=heading, picture=picture))
+
+
+def results_pieces(
+    table: ResultsTable,
+    cell: Callable[[Any], str],
+    text: Callable[[Any], str],
+    *,
+    heading: str = "##",
+    picture: str | None = None,
+) -> list[str]:
+    """The results as Markdown pieces: the lifts side by side, what the review changes, the
+    picture (``picture``: its Markdown, a piece of its own, as given) and every cell.
+    ``cell`` and ``text`` write a value from trial data into a table cell and into running
+    text (escaped, and cleaned where the copy is published)."""
     conf = f"{table.confidence:.0%}"
     parts = [
         f"{heading} Results\n",
@@ -562,9 +572,10 @@ def results_markdown(
         parts.append("")
     elif table.lifts:
         parts.append("\nNo lift changes sign between the two populations.\n")
+    pieces = ["\n".join(parts) + "\n"]
     if picture:
-        parts.append("\n" + picture)
-    parts.append(f"\n{heading}# By cell\n")
+        pieces += ["\n", picture]
+    parts = [f"\n{heading}# By cell\n"]
     parts.append(
         _md_table(
             [
@@ -609,7 +620,7 @@ def results_markdown(
             cell,
         )
     )
-    return "\n".join(parts) + "\n"
+    return [*pieces, "\n".join(parts) + "\n"]
 
 
 def card_markdown(table: ResultsTable, cell: Callable[[Any], str]) -> str:
