@@ -677,3 +677,33 @@ def card_markdown(table: ResultsTable, cell: Callable[[Any], str]) -> str:
         )
         + "\n"
     )
+
+
+# --------------------------------------------------------------------------- flat rows
+
+RESULT_COLUMNS = [
+    "task",
+    "harness",
+    "model",
+    "skill_mode",
+    "trials",
+    "healthy",
+    *(
+        f"{p}_{x}"
+        for p in POPULATIONS
+        for x in ("trials", "passes", "pass_rate", "mean_reward", "pass_at_k")
+    ),
+    "pass_rate_difference",
+]
+
+
+def cell_rows(table: ResultsTable) -> Iterator[dict[str, Any]]:
+    """One flat row (:data:`RESULT_COLUMNS`) per cell; pass@k as ``{"k": value}``."""
+    for c in table.cells:
+        d = c.to_dict()
+        row = {k: d[k] for k in ("task", "harness", "model", "skill_mode", "trials", "healthy")}
+        for p in POPULATIONS:
+            for x, v in d[p].items():
+                row[f"{p}_{x}"] = v
+        row["pass_rate_difference"] = d["pass_rate_difference"]
+        yield row
