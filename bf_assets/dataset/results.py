@@ -158,7 +158,7 @@ def _round(x: float | None, places: int = 6) -> float | None:
 
 def _rng(seed: int, label: str) -> np.random.Generator:
     """A generator of its own for one lift: seeded by ``seed`` and the lift's label."""
-    digest = hashlib.sha256(f"{seed}\0{label}".encode()).digest()
+    digest = hashlib.sha256(f"{seed}\0{label}".encode("utf-8", "surrogatepass")).digest()
     return np.random.default_rng([int.from_bytes(digest[i : i + 4], "big") for i in (0, 4, 8)])
 
 
