@@ -8,8 +8,10 @@ import random
 import re
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 from leakproof_corpus import Gen
 
@@ -259,3 +261,22 @@ def test_the_card_shows_the_exported_trials_results_cleaned() -> None:
     assert "+1.00" in section  # the accepted lift, not the scored one (+0.67)
     assert "+0.67" not in section
     assert token not in card and not RAW_TAG.search(card) and "\\<img" in section
+
+
+def test_the_release_carries_the_results_table(tmp_path: Path) -> None:
+    """The card, the report and its JSON of a built release hold the results table of the
+    exported trials, and the bundle still verifies."""
+    from trialkit import JOB, healthy_spec
+
+    from bf_assets.publish.bundle import bundle_reviews
+    from bf_assets.publish.verify import verify_bundle
+
+    t = healthy_spec().write(tmp_path / "jobs", JOB)
+    b = bundle_reviews([t.full_review()], tmp_path / "staging")
+    assert verify_bundle(b.path).ok
+    card = (b.path / "README.md").read_text()
+    section = card.split("## Results of the exported trials", 1)[1].split("\n## ", 1)[0]
+    assert "| demo-task | codex-acp | openai/gpt-x | with-skill | 1 | 100% |" in section
+    assert "## Results" in (b.path / "report" / "review.md").read_text()
+    summary = orjson.loads((b.path / "report" / "review.json").read_bytes())["summary"]
+    assert summary["results"]["accepted_trials"] == 1 == summary["exported"]
