@@ -160,7 +160,7 @@ def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
 
 def test_a_candidate_keeps_only_the_hashes_curation_reads() -> None:
     """A release holds a candidate per exported trial: the digest of the whole inventory
-    and the hashes of the three files curation checks or records, not the inventory."""
+    and the hashes of the four files curation checks or records, not the inventory."""
     t = make_review("t1", rollout="t1__a")
     files = [
         ("results.jsonl", "r1"),
@@ -173,9 +173,10 @@ def test_a_candidate_keeps_only_the_hashes_curation_reads() -> None:
     assert c.file_sha("results.jsonl") == "r1"
     assert c.file_sha("trajectory/llm_trajectory.jsonl") == "l1"
     assert c.file_sha("trajectory/acp_trajectory.jsonl") is None
-    assert c.file_sha("result.json") is None and c.file_sha("agent/log.txt") is None
+    assert c.file_sha("result.json") == "bb" and c.file_sha("agent/log.txt") is None
     assert set(c.file_shas) == {
         "results.jsonl",
+        "result.json",
         "trajectory/llm_trajectory.jsonl",
         "trajectory/acp_trajectory.jsonl",
     }

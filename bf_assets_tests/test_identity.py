@@ -243,11 +243,12 @@ def test_harbor_fixture_identities(fixtures_dir: Path) -> None:
     assert minimax.slot() == (
         "3d-scan-calc",
         "claude-code",
-        "minimax/MiniMax-M2.1",
+        "minimax/minimax-m2.1",  # the canonical id (docs/model-identity.md)
         "no-skill",
         "docker",
         None,
     )
+    assert minimax.model_raw == "minimax/MiniMax-M2.1"  # the spelling on record
     wenbo = ids[pre + "wenbo/claude-sonnet-4-5-0126/claude-code-claude-sonnet-4-5-skills-lab-unit-harmonization-55a405"]  # fmt: skip
     assert wenbo.rollout == "lab-unit-harmonization__LDx8EnA"
     assert wenbo.skill_mode == "with-skill"

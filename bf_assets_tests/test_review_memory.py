@@ -20,9 +20,12 @@ from bf_assets.review.options import ReviewOptions
 from bf_assets.sample.generator import generate_corpus
 
 SMALL, LARGE = 100, 500  # both reviewed by worker processes (64 trials or more)
-# Kept per trial by the report (slim review, its share of the dataset review, spill index):
-# 400 to 600 bytes measured here (1,300 before SlimReview and StreamedDataset).
-MAX_RETAINED_PER_TRIAL = 800
+# Kept per trial by the report (slim review, its share of the dataset review, spill index).
+# Without a plan every attempt is a coverage slot of its own (repeats are trials, not
+# duplicates), and a slim review keeps its execution state: about 830 bytes measured here
+# (1,300 before SlimReview and StreamedDataset). The bound still fails a per-trial copy of
+# a review's findings, files or story (each several hundred bytes more).
+MAX_RETAINED_PER_TRIAL = 900
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bf_assets.audit import hacking, isolation, leakage, paths, skills
+from bf_assets.audit import hacking, isolation, leakage, paths, skills, upstream
 from bf_assets.audit.attribution import attribution_findings
 from bf_assets.audit.catalog import first_prompt_parts
 from bf_assets.audit.events import Events, collect
@@ -173,6 +173,8 @@ def audit_trial(
     found += _guard("PATH_MISMATCH", "path", path_fn, failures)
     prov = partial(paths.provenance_findings, t)
     found += _guard("PROVENANCE_MISSING", "provenance", prov, failures)
+    up = partial(upstream.upstream_findings, t, outcome)
+    found += _guard("UPSTREAM_FILE_INVALID", "upstream-file", up, failures)
     attr = [f for f in found if f.check == "ATTR_EXPERIMENT_FIDELITY"]
     detail = {
         "gate_attribution": attribution,

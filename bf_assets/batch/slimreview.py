@@ -53,6 +53,7 @@ class CellPart:
     source_ref: str | None
     task_digest: str | None
     layout: str  # the review's layout
+    model_raw: str | None = None  # the model as recorded (``model`` is canonical)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -247,6 +248,7 @@ class SlimReview:
             task_digest=c.task_digest,
             started_at=self.started_at,
             sources=_NO_SOURCES,
+            model_raw=c.model_raw,
         )
         return TrialReview(
             ref=ref,
@@ -321,6 +323,7 @@ class SlimMaker:
                 _text(ident.source_ref),
                 _text(ident.task_digest),
                 sys.intern(t.layout),
+                _text(ident.model_raw),
             )
         )
         execution = t.story.execution
@@ -426,6 +429,10 @@ class IdentityView:
     @property
     def model(self) -> str | None:
         return self.t.cell.model
+
+    @property
+    def model_raw(self) -> str | None:
+        return self.t.cell.model_raw
 
     @property
     def skill_mode(self) -> str | None:

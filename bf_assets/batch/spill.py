@@ -40,6 +40,7 @@ _IDENTITY_TEXT = (
     "rollout",
     "source_ref",
     "task_digest",
+    "model_raw",
 )
 
 
@@ -121,6 +122,7 @@ class Interner:
             CellPart(
                 *(self.text(kw[n]) for n in _CELL_TEXT),
                 layout=sys.intern(layout),
+                model_raw=self.text(kw["model_raw"]),
             )
         )
         key = tuple(self.slim_finding(*f) for f in fs)

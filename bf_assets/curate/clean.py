@@ -32,6 +32,7 @@ copy (:class:`CleanedItems`); what each counted is counted again for every occur
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
@@ -49,8 +50,8 @@ from bf_assets.curate.inline_reasoning import KINDS as INLINE_REASONING_KINDS
 from bf_assets.curate.inline_reasoning import strip_inline_reasoning
 from bf_assets.curate.memo import CountingMemo
 from bf_assets.curate.scanmemo import json_digest
-from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
-from bf_assets.redact.engine import is_marker
+from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text, secret_spans
+from bf_assets.redact.engine import Span, is_marker, merge_spans
 
 # Verifier-only or gold content that must never reach a training row, beyond the contract's
 # banned keys.
@@ -605,6 +606,83 @@ def redact_text_stable(text: str, counts: Counter[str]) -> str:
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _odd_backslashes_before(text: str, i: int, floor: int) -> bool:
+    """Whether ``text[i]`` is escaped: an odd run of backslashes ends just before it."""
+    j = i
+    while j > floor and text[j - 1] == "\\":
+        j -= 1
+    return (i - j) % 2 == 1
+
+
+def _escape_at(text: str, i: int, floor: int) -> int:
+    """The length of the JSON escape starting at ``i`` (0: none starts there)."""
+    if text[i] != "\\" or _odd_backslashes_before(text, i, floor) or i + 1 >= len(text):
+        return 0
+    return 6 if text[i + 1] == "u" else 2
+
+
+def _escape_covering(text: str, pos: int, floor: int) -> tuple[int, int] | None:
+    """The escape sequence ``pos`` lies strictly inside (after its first character), if any."""
+    for j in range(max(floor, pos - 5), pos):
+        n = _escape_at(text, j, floor)
+        if n and j < pos < j + n:
+            return j, j + n
+    return None
+
+
+def json_text_spans(text: str, spans: list[Span]) -> list[Span]:
+    """``spans`` of a serialized JSON document cut to the inside of the string literals they
+    touch and widened to whole escape sequences, so a placeholder never splits an escape or
+    a quote and the document still parses; a span outside every string is dropped."""
+    if not spans:
+        return []
+    literals = [(m.start() + 1, m.end() - 1) for m in _JSON_STRING.finditer(text)]
+    starts = [a for a, _ in literals]
+    out: list[Span] = []
+    for s, e, prio, kind in spans:
+        k = max(0, bisect.bisect_right(starts, s) - 1)
+        while k < len(literals) and literals[k][0] < e:
+            ls, le = literals[k]
+            k += 1
+            a, b = max(s, ls), min(e, le)
+            if a >= b:
+                continue
+            inside = _escape_covering(text, a, ls)
+            if inside is not None:
+                a = inside[0]
+            inside = _escape_covering(text, b, ls)
+            if inside is not None:
+                b = inside[1]
+            out.append((a, min(b, le), prio, kind))
+    return merge_spans(out) if out else out
+
+
+def redact_json_text_stable(text: str, counts: Counter[str]) -> str:
+    """:func:`redact_text_stable` for a serialized JSON document: what the rules find across
+    its strings (a flag and its value in an argument list) is redacted inside the string
+    literals only, so the document stays valid JSON."""
+    out = text
+    for _ in range(MAX_REDACTION_PASSES):
+        spans = json_text_spans(out, secret_spans(out))
+        parts, last = [], 0
+        found: Counter[str] = Counter()
+        for s, e, _, kind in spans:
+            parts.append(out[last:s])
+            parts.append(PLACEHOLDER.format(kind=kind))
+            last = e
+            found[kind] += 1
+        parts.append(out[last:])
+        again = "".join(parts)
+        if again == out:  # nothing found, or only placeholders found again
+            return out
+        counts.update(found)
+        out = again
+    raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
+
+
 # --------------------------------------------------------------------------- JSON in text
 
 _CONTAINER = re.compile(r"\A\s*(?:\{[\s\S]*\}|\[[\s\S]*\])\s*\Z")
@@ -710,7 +788,10 @@ def _clean_string(text: str) -> tuple[str, CleanStats]:
         if cleaned != parsed:
             out = _dumps_like(text, cleaned)
     out = strip_inline_reasoning(out, delta.reasoning)
-    out = redact_text_stable(out, delta.redactions)
+    if parsed is _KEEP:
+        out = redact_text_stable(out, delta.redactions)
+    else:
+        out = redact_json_text_stable(out, delta.redactions)
     out = strip_host_paths(out, delta)
     if parsed is _KEEP:
         out = _embedded(out, delta)

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from bf_assets.curate.candidate import Candidate
+from bf_assets.curate.candidate import RESULT_FILE, Candidate
 from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
@@ -244,6 +244,18 @@ def timing(raw: Any) -> dict[str, float | None]:
 # --------------------------------------------------------------------------- the row
 
 
+def reviewed_bytes(cand: Candidate, rel: str, sha256: str | None) -> None:
+    """Raise :class:`CurationError` unless ``sha256`` (of the bytes curation just read from
+    ``rel``) is the digest the review recorded for that file: what is published must be
+    what was reviewed, so a file rewritten since (even to the same size and time) or one
+    the review holds no digest of excludes the trial."""
+    known = cand.file_sha(rel)
+    if known is None:
+        raise CurationError(f"{rel} has no digest from the review: it cannot be shown unchanged")
+    if sha256 != known:
+        raise CurationError(f"{rel} changed since the trial was reviewed")
+
+
 def _candidate(review: TrialReview | Candidate) -> Candidate:
     return review if isinstance(review, Candidate) else Candidate.from_review(review)
 
@@ -261,8 +273,9 @@ def build_row(
 
     ``stats`` accumulates what cleaning did; ``on_step(i, step)`` receives every cleaned
     step (the ``trl_sft`` projection uses it); ``texts``: cleaned long strings shared with
-    other trials' rows.  Raises :class:`CurationError` when the trial's row cannot be read
-    or changed since it was reviewed.
+    other trials' rows.  Raises :class:`CurationError` when the trial's row cannot be read,
+    or when a file it reads (``results.jsonl``, ``result.json``) is not the one the review
+    read (its digest differs from the review's, or the review recorded none).
     """
     cand = _candidate(review)
     tdir = Path(trial_dir)
@@ -290,15 +303,14 @@ def build_row(
     problems = [i.message for i in read.issues] + [i.message for r in read.rows for i in r.issues]
     if problems or len(read.rows) != 1 or not isinstance(read.rows[0].top, dict):
         raise CurationError(f"{ROWS_FILE} is not exactly one readable row: {'; '.join(problems)}")
-    known = cand.file_sha(ROWS_FILE)
-    if known is not None and known != read.stats.sha256:
-        raise CurationError(f"{ROWS_FILE} changed since the trial was reviewed")
+    reviewed_bytes(cand, ROWS_FILE, read.stats.sha256)
     top = read.rows[0].top
     if not read.rows[0].trajectory_is_list:
         raise CurationError("the row's trajectory is not a list")
     info = top.get("info") if isinstance(top.get("info"), dict) else {}
-    result = read_document(tdir / "result.json", root, limits).value
-    result = result if isinstance(result, dict) else {}
+    doc = read_document(tdir / RESULT_FILE, root, limits)
+    reviewed_bytes(cand, RESULT_FILE, doc.stats.sha256 if doc.present else None)
+    result = doc.value if isinstance(doc.value, dict) else {}
 
     body = cleaner.value(
         {

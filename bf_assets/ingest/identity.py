@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bf_assets.ingest.harnesses import ALIASES
+from bf_assets.ingest.models import canonical_model
 
 # Spellings of a harness -> its key: the harness table's aliases (Benchflow's AGENT_ALIASES
 # plus the spellings seen in run configs and Harbor trees).
@@ -95,6 +96,7 @@ class Identity:
     task_digest: str | None = None
     started_at: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    model_raw: str | None = None  # the model as recorded; ``model`` is its canonical id
 
     def set(self, name: str, value: Any, source: str) -> None:
         """Set a field from the first source that has it."""
@@ -257,6 +259,9 @@ def identify(
             if m:
                 ident.set("trial_index", int(m.group(1)), "path:trial-NN")
                 break
+    if isinstance(ident.model, str):  # one model, one id: the spelling stays on record
+        ident.model_raw = ident.model
+        ident.model = canonical_model(ident.model)
     return ident
 
 

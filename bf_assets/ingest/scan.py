@@ -46,6 +46,7 @@ from bf_assets.ingest.readers import (
     resolve_file,
 )
 from bf_assets.ingest.rowstream import RowsRead, read_rows
+from bf_assets.ingest.upstream import UpstreamFiles, read_upstream
 
 ACP_FILE = "trajectory/acp_trajectory.jsonl"
 LLM_FILE = "trajectory/llm_trajectory.jsonl"
@@ -152,6 +153,18 @@ class TrialData:
     memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
     harbor: HarborLog = field(default_factory=HarborLog)  # Harbor agent logs (harbor layout)
     ctrf: CtrfFacts | None = None  # verifier/ctrf.json, when the trial has one
+    read_files: tuple[str, ...] = ()  # the files the scan read (relative), in path order
+    upstream: UpstreamFiles = field(default_factory=UpstreamFiles)  # mounts, reviews, judge
+
+    def document(self, rel: str) -> Document | None:
+        """The JSON document of the trial cited as ``rel`` (result.json, an upstream file)."""
+        docs = {
+            "result.json": self.result,
+            "config.json": self.config,
+            "run_config.json": self.run_config,
+            "prompts.json": self.prompts,
+        }
+        return docs.get(rel) or self.upstream.documents.get(rel)
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -579,6 +592,10 @@ def scan_trial(
     for rel, st in harbor.stats.items():
         if st.read:
             known.setdefault(rel, st)
+    upstream = read_upstream(trial, root, names, ref.rollout, limits)
+    for rel, updoc in upstream.documents.items():
+        if updoc.stats.read and not rel.startswith("../"):
+            known.setdefault(rel, updoc.stats)
     files = _inventory(
         trial, root, known, file_issues, hash_files=hash_files, listed=listed, sizes=limits.sizes
     )
@@ -597,4 +614,6 @@ def scan_trial(
         file_issues,
         harbor=harbor,
         ctrf=ctrf,
+        read_files=tuple(sorted(known)),
+        upstream=upstream,
     )

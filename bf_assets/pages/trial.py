@@ -162,6 +162,14 @@ def _story(r: TrialReview, scrub: Scrub) -> str:
             f"of {st.tests_total}"
         )
         rows.append(("verifier tests (verifier/ctrf.json)", esc(counts)))
+    if st.judge_score is not None:
+        judged = f"{st.judge_score:g}"
+        if st.judge_total is not None:
+            judged += f" ({st.judge_passed if st.judge_passed is not None else '?'} of "
+            judged += f"{st.judge_total} criteria passed)"
+        rows.append((f"judge score ({st.judge_source or '?'})", esc(judged)))
+    if st.answer_excerpt:
+        rows.append(("answer (answer.txt)", esc(scrub.text(st.answer_excerpt))))
     out = ['<section id="story"><h2>How the run ended</h2>', kv_table(rows)]
     if st.failing_tests:
         items = "".join(f"<li><code>{esc(scrub.text(n))}</code></li>" for n in st.failing_tests)

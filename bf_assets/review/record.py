@@ -46,6 +46,7 @@ class TrialReview:
             out[name] = getattr(ident, name)
         out.update(
             {
+                "model_raw": ident.model_raw,
                 "job": self.ref.job_key,
                 "rollout": self.ref.rollout,
                 "source_ref": ident.source_ref,

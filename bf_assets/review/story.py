@@ -13,7 +13,10 @@ pass is still visibly a pass and a timeout or an exception is never lost:
 - ``verifier_outcome``: what the reward alone says (``pass`` for 1.0, ``fail`` for any other
   number), whatever the review decided;
 - tokens, cost, wall time and tool calls where the run recorded them;
-- the verifier's test counts and failing test names from ``verifier/ctrf.json``.
+- the verifier's test counts and failing test names from ``verifier/ctrf.json``;
+- the judge's score (``evaluation_details.json``, else ``llm_judge_score.txt``) with its
+  passed/total criteria, and the first line of ``answer.txt``, cleaned;
+- ``agent_result.usage_details``: native thought tokens and where stitched usage came from.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ class TrialStory:
     tests_failed: int | None = None
     tests_skipped: int | None = None
     failing_tests: tuple[str, ...] = ()
+    judge_score: float | None = None
+    judge_source: str | None = None
+    judge_passed: int | None = None
+    judge_total: int | None = None
+    answer_excerpt: str | None = None
+    tokens_thought: int | None = None
+    usage_provenance: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -221,11 +231,22 @@ def _tool_calls(t: TrialData, v: ResultView) -> int | None:
     return None
 
 
+def _usage_details(t: TrialData) -> tuple[int | None, str | None]:
+    """``(thought tokens, provenance)`` of ``agent_result.usage_details`` (artifacts §3.2)."""
+    ud = get(t.result_obj, "agent_result", "usage_details")
+    if not isinstance(ud, dict):
+        return None, None
+    src = ud.get("source")
+    return _int(ud.get("thought_tokens")), (clean_message(src) if isinstance(src, str) else None)
+
+
 def trial_story(t: TrialData, v: ResultView) -> TrialStory:
     """The story of one scanned trial (``v``: its result view, the gate's)."""
     execution, etype, msg = _execution(t, v)
     tin, tout, cache, cost = _usage(t, v)
     c = t.ctrf
+    up = t.upstream
+    thought, provenance = _usage_details(t)
     return TrialStory(
         execution=execution,
         exception_type=etype,
@@ -242,4 +263,11 @@ def trial_story(t: TrialData, v: ResultView) -> TrialStory:
         tests_failed=c.failed if c else None,
         tests_skipped=c.skipped if c else None,
         failing_tests=tuple(clean_message(n) or "" for n in c.failing) if c else (),
+        judge_score=up.judge_score,
+        judge_source=up.judge_source,
+        judge_passed=up.judge_passed,
+        judge_total=up.judge_total,
+        answer_excerpt=clean_message(up.answer),
+        tokens_thought=thought,
+        usage_provenance=provenance,
     )

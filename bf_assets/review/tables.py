@@ -28,6 +28,7 @@ RAW_COLUMNS = [
     "root",
     "layout",
     *SLOT_FIELDS,
+    "model_raw",
     "source_ref",
     "task_digest",
     "started_at",
@@ -41,6 +42,7 @@ VALIDATED_COLUMNS = [
     *TRIAL_KEY,
     "layout",
     *SLOT_FIELDS,
+    "model_raw",
     "source_ref",
     "task_digest",
     "started_at",
@@ -68,8 +70,11 @@ STORY_INT_COLUMNS = (
     "tests_passed",
     "tests_failed",
     "tests_skipped",
+    "judge_passed",
+    "judge_total",
+    "tokens_thought",
 )
-STORY_FLOAT_COLUMNS = ("cost_usd", "wall_time_sec")
+STORY_FLOAT_COLUMNS = ("cost_usd", "wall_time_sec", "judge_score")
 FINDING_COLUMNS = [*TRIAL_KEY, "check", "severity", "message", "file", "line", "evidence"]
 
 
@@ -85,7 +90,10 @@ def _identity(ident: Identity) -> dict[str, object]:
     """The slot fields and the provenance of a trial's identity (both tables carry them)."""
     row: dict[str, object] = {name: getattr(ident, name) for name in SLOT_FIELDS}
     row.update(
-        source_ref=ident.source_ref, task_digest=ident.task_digest, started_at=ident.started_at
+        source_ref=ident.source_ref,
+        task_digest=ident.task_digest,
+        started_at=ident.started_at,
+        model_raw=ident.model_raw,
     )
     return row
 
@@ -306,6 +314,7 @@ def reviews_from_frame(df: pd.DataFrame) -> list[TrialReview]:
             source_ref=val("source_ref"),  # type: ignore[arg-type]
             task_digest=val("task_digest"),  # type: ignore[arg-type]
             started_at=val("started_at"),  # type: ignore[arg-type]
+            model_raw=val("model_raw"),  # type: ignore[arg-type]
         )
         reward = val("reward")
         story = {k: val(k) for k in STORY_FIELDS}
