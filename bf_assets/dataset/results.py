@@ -470,7 +470,8 @@ def _pass_at(arm: ArmStats) -> str:
 def _lift_text(lf: Lift | None) -> str:
     if lf is None:
         return "–"
-    return f"{lf.lift:+.2f} [{lf.low:+.2f}, {lf.high:+.2f}] ({lf.treated} vs {lf.control})"
+    tasks = "" if lf.task is not None else f", {lf.tasks} task{'s' if lf.tasks != 1 else ''}"
+    return f"{lf.lift:+.2f} [{lf.low:+.2f}, {lf.high:+.2f}] ({lf.treated} vs {lf.control}{tasks})"
 
 
 def _md_table(head: list[str], rows: list[list[Any]], cell: Callable[[Any], str]) -> str:
@@ -537,6 +538,7 @@ def results_pieces(
         f"mode's pass rate minus {NO_SKILL}'s, with a {conf} percentile bootstrap interval "
         f"({table.resamples} resamples of the trials within each arm, seed {table.seed}); "
         "overall it is the mean of the per-task lifts over the tasks that ran both modes. "
+        "A lift reads `lift [interval] (skill-mode trials vs no-skill trials)`. "
         "Difference: accepted minus scored.\n",
     ]
     s = table.summary()
@@ -550,7 +552,7 @@ def results_pieces(
     for sc, ac in table.lift_pairs():
         lf = sc or ac
         assert lf is not None
-        where = f"all tasks ({lf.tasks})" if lf.task is None else lf.task
+        where = "all tasks" if lf.task is None else lf.task
         rows.append(
             [
                 where,
@@ -629,7 +631,7 @@ def card_markdown(table: ResultsTable, cell: Callable[[Any], str]) -> str:
     conf = f"{t.confidence:.0%}"
     lifts = [
         [
-            f"all tasks ({lf.tasks})" if lf.task is None else lf.task,
+            "all tasks" if lf.task is None else lf.task,
             lf.harness,
             lf.model,
             f"{lf.treatment} − {NO_SKILL}",
