@@ -415,7 +415,8 @@ def _stripe(seed: int) -> str:
 def test_the_gate_decodes_the_picture_of_the_report(clean_bundle: Path, tmp_path: Path) -> None:
     bundle = _copy(clean_bundle, tmp_path)
     md = (bundle / REPORT_MD).read_text()
-    [svg] = pictures(md)
+    svg, lift = pictures(md)  # the coverage matrix and the skill lift heatmap
+    assert "Coverage" in svg and "Skill lift" in lift
     planted = svg.replace("</svg>", f"<text>key {_stripe(1)}</text></svg>")
     uri = base64.b64encode(planted.encode()).decode()
     (bundle / REPORT_MD).write_text(DATA_URI.sub(f"data:image/svg+xml;base64,{uri}", md))

@@ -29,6 +29,7 @@ from bf_assets.dataset.quarantine import (
 )
 from bf_assets.dataset.release import Reasons, ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import report_parts
+from bf_assets.dataset.results import ResultsTable, dataset_results
 from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -144,7 +145,12 @@ class DatasetReview:
             },
             "release_verdict": self.release_verdict,
             "release_reasons": reason_lines(self.assessment.decisive()),
+            "results": self.results().to_dict(),
         }
+
+    def results(self) -> ResultsTable:
+        """The clean results table of this review's decision (``bf_assets.dataset.results``)."""
+        return dataset_results(self)
 
 
 REASON_EXAMPLES = 3
@@ -276,6 +282,7 @@ def report_pieces(
         entries=ds.entries,
         decision=ds.decision,
         clean=clean,
+        results=ds.results(),
     )
 
 

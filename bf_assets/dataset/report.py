@@ -37,11 +37,13 @@ from bf_assets.dataset.coverage import (
     superseded_text,
 )
 from bf_assets.dataset.decide import ExportDecision
+from bf_assets.dataset.liftpicture import lift_svg
 from bf_assets.dataset.parity import ParityReport
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
 from bf_assets.dataset.release import ReleaseAssessment
 from bf_assets.dataset.reportmarkup import Markdown, MarkdownValues
+from bf_assets.dataset.results import ACCEPTED, ResultsTable, results_pieces
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -437,6 +439,14 @@ def _residual(
     return "\n".join(parts) + "\n"
 
 
+def _results(table: ResultsTable, v: MarkdownValues) -> list[str]:
+    """The Results section; the lift picture is drawn from cleaned labels and is a piece of
+    its own (:class:`Markdown`)."""
+    svg = lift_svg(table, population=ACCEPTED, clean=v.clean)
+    picture = Markdown(f"![skill lift heatmap]({svg_data_uri(svg)})\n")
+    return results_pieces(table, v.cell, v.text, picture=picture)
+
+
 def _reasons(a: ReleaseAssessment, v: MarkdownValues) -> str:
     decisive = a.decisive()
     lines = ["Decided by:"] + [f"- {v.text(r.text())}" for r in decisive[:ROW_LIMIT]]
@@ -463,13 +473,15 @@ def report_parts(
     title: str = "bf-assets dataset review",
     decision: ExportDecision | None = None,
     clean: Callable[[str], str] | None = None,
+    results: ResultsTable | None = None,
 ) -> Iterator[str]:
     """The report a piece at a time (:func:`render_report` is their concatenation), so it is
     written, and cleaned, without ever being one string.  ``verdicts`` defaults to the
     effective verdicts after ``quarantine`` and the coverage findings; ``assessment`` (from
     ``assess_release``) explains the verdict; ``entries`` are the full quarantine file, to
     list entries that matched nothing.  ``clean`` (the published report) cleans every value
-    from trial data or user input, the picture's labels included, before it is escaped."""
+    from trial data or user input, the picture's labels included, before it is escaped.
+    ``results`` (``bf_assets.dataset.results``) adds the Results section after Coverage."""
     v = MarkdownValues(clean)
     applied = dict(quarantine or {})
     if verdicts is None:
@@ -482,6 +494,9 @@ def report_parts(
     yield from _lines(_coverage(coverage, verdicts, applied, reviews, v))
     if decision is not None:
         yield _export(decision, v)
+    if results is not None:
+        yield "\n"
+        yield from _results(results, v)
     yield "\n"
     yield _evidence(reviews, roots, command, parity, verdicts, unmatched, v)
     yield "\n"

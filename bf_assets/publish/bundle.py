@@ -269,6 +269,7 @@ def build_bundle(
             license_file=LICENSE_PATH if opts.license == "other" else None,
             year=_year(sources),
             changes=changes,
+            results=final.results(),
         )
         report_files(final, tmp, report or ReportContext(), clean=True)
         write_excluded(tmp / EXCLUDED_PATH, excluded)

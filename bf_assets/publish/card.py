@@ -44,6 +44,7 @@ from bf_assets.dataset.reportmarkup import (
     md_text,
     one_line,
 )
+from bf_assets.dataset.results import ResultsTable, card_markdown
 from bf_assets.publish.changes import changes_markdown
 from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
@@ -79,6 +80,7 @@ class CardFacts:
     license_file: str | None = None  # the bundle's license file, when it ships one
     year: str | None = None  # year of the newest exported trial (for the citation)
     changes: dict[str, Any] | None = None  # since the previous release (publish.changes)
+    results: ResultsTable | None = None  # the review's results table (dataset.results)
 
     @property
     def split_names(self) -> list[str]:
@@ -176,6 +178,11 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         license_file=facts.license_file,
         year=facts.year,
         changes=clean_value(facts.changes) if facts.changes is not None else None,
+        results=(
+            facts.results.accepted_only().relabelled(clean_value)
+            if facts.results is not None
+            else None
+        ),
     )
 
 
@@ -481,6 +488,8 @@ def render_card(facts: CardFacts) -> str:
         ("outcome", "outcome"),
     ):
         p.append(f"By {title}:\n\n" + _table([title, "rollouts"], _counts(f.rows, key)) + "\n")
+    if f.results is not None:
+        p.append(card_markdown(f.results, md_cell))
     p.append(_uses_section())
     p.append("## How it was built and reviewed\n\n")
     reviewed = len(f.rows) + n_excluded
