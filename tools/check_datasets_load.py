@@ -50,12 +50,14 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
-def load_config(root: Path, config: str, card: str) -> Any:
-    """``config`` of the release at ``root`` loaded as the card says for this datasets."""
+def load_config(root: Path, config: str, card: str, *, fallback: bool = False) -> Any:
+    """``config`` of the release at ``root`` loaded as the card says for this datasets
+    (``fallback``: with the card's fallback line whatever the version)."""
     import datasets
 
     for m in FALLBACK.finditer(card):
-        if m["config"] == config and _version(datasets.__version__) < _version(m["version"]):
+        old = _version(datasets.__version__) < _version(m["version"])
+        if m["config"] == config and (old or fallback):
             scope: dict[str, Any] = {}
             code = m["code"].replace("REPO", repr(str(root))).replace(", revision=TAG", "")
             exec(code, scope)  # the card's own fallback line

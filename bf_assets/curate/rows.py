@@ -220,11 +220,23 @@ def split_initial_prompt(
     messages: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(prompt, completion)`` of a conversation: the leading system/developer/user
-    messages (system prompt and instruction), then everything from the first other turn."""
+    messages (system prompt and instruction), then everything from the first other turn.
+    Both are copies (their strings shared): a row's columns never share a mutable value."""
     k = 0
     while k < len(messages) and messages[k].get("role") in PROMPT_ROLES:
         k += 1
-    return messages[:k], messages[k:]
+    copied = [_copy_message(m) for m in messages]
+    return copied[:k], copied[k:]
+
+
+def _copy_message(m: dict[str, Any]) -> dict[str, Any]:
+    calls = m.get("tool_calls")
+    if not calls:
+        return dict(m)
+    return {
+        **m,
+        "tool_calls": [{**tc, "function": dict(tc["function"])} for tc in calls],
+    }
 
 
 def flat_tool_defs(tools: Any) -> list[Any]:
