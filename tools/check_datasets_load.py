@@ -10,8 +10,9 @@ of ``OUT``, loads each config listed in its YAML with ``load_dataset(OUT, config
 config the card gives a string-features fallback for (the ``### `<config>` with `datasets`
 older than …`` block) runs that block's code when the installed ``datasets`` is older than
 the version the card names.  Each split must have the rows the card's ``dataset_info``
-states, and every ``rollouts`` row must have ``messages == prompt + completion``.  Exit
-status 1 on any failure.
+states, every ``rollouts`` row must have ``messages == prompt + completion``, and tool-call
+``arguments`` must come back as objects in ``trl_sft`` (strings with the fallback) and as
+JSON strings everywhere else.  Exit status 1 on any failure.
 """
 
 from __future__ import annotations
@@ -50,19 +51,41 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
+def needs_fallback(config: str, card: str) -> bool:
+    """Whether the card gives ``config`` a fallback line for the installed datasets."""
+    import datasets
+
+    return any(
+        m["config"] == config and _version(datasets.__version__) < _version(m["version"])
+        for m in FALLBACK.finditer(card)
+    )
+
+
 def load_config(root: Path, config: str, card: str, *, fallback: bool = False) -> Any:
     """``config`` of the release at ``root`` loaded as the card says for this datasets
     (``fallback``: with the card's fallback line whatever the version)."""
     import datasets
 
     for m in FALLBACK.finditer(card):
-        old = _version(datasets.__version__) < _version(m["version"])
-        if m["config"] == config and (old or fallback):
+        if m["config"] == config and (fallback or needs_fallback(config, card)):
             scope: dict[str, Any] = {}
             code = m["code"].replace("REPO", repr(str(root))).replace(", revision=TAG", "")
             exec(code, scope)  # the card's own fallback line
             return scope[config]
     return datasets.load_dataset(str(root), config)
+
+
+def arguments_types(ds: Any) -> set[str]:
+    """The Python types the tool-call ``arguments`` of every message column come back as."""
+    found: set[str] = set()
+    for d in ds.values():
+        cols = [c for c in ("prompt", "completion", "messages") if c in d.column_names]
+        for row in d:
+            for c in cols:
+                for m in row[c] or []:
+                    for tc in m["tool_calls"] or []:
+                        found.add(type(tc["function"]["arguments"]).__name__)
+    return found
 
 
 def check(root: Path) -> int:
@@ -87,7 +110,12 @@ def check(root: Path) -> int:
                     for row in d:
                         if row["messages"] != row["prompt"] + row["completion"]:
                             raise AssertionError("messages is not prompt + completion")
-            print(f"ok   {name}: {got}")
+            # objects where the card promises them (trl_sft), JSON strings elsewhere
+            objects = name == "trl_sft" and not needs_fallback(name, card)
+            types = arguments_types(ds)
+            if types - {"dict" if objects else "str"}:
+                raise AssertionError(f"tool-call arguments come back as {sorted(types)}")
+            print(f"ok   {name}: {got}, arguments as {sorted(types) or 'none'}")
         except Exception as exc:  # report every config, then fail
             failed += 1
             print(f"FAIL {name}: {type(exc).__name__}: {exc}")

@@ -37,7 +37,7 @@ SCHEMA_VERSION = 3
 # oldest that decodes ``trl_sft``'s JSON columns to objects (older ones need string features
 # passed in).  ``tools/check_datasets_load.py`` loads a sample release with the first.
 MIN_DATASETS = "4.6.1"
-MIN_DATASETS_JSON = "5.2.0"
+MIN_DATASETS_JSON = "4.7.0"
 
 JSON = pa.json_()  # the arrow.json extension type (storage: string)
 JSON_TEXT = pa.string()  # a JSON value as its compact text

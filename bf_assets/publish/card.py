@@ -307,15 +307,16 @@ def _load_section(f: CardFacts) -> str:
         code.append(f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG)  # {shown}")
     first = next(iter(f.configs), DEFAULT_CONFIG)
     code.append(f"train = load_dataset(REPO, {_py(first)}, split={_py(names[0])}, revision=TAG)")
+    json_names = ", ".join(md_code(c) for c in f.configs if uses_json_type(c))
     out = [
         "## Load it\n\n"
         "Pin the release tag: the repository's `main` moves on with every release, a tag "
-        "never does. Tags are `release-<YYYYMMDD>-<HHMMSS>-<digest>` (UTC, the newest trial "
-        "in the release), so the newest release is the last tag in sorted order.\n\n"
-        f"Needs `datasets` {MIN_DATASETS} or later (checked with {MIN_DATASETS} and "
-        f"{MIN_DATASETS_JSON}). "
-        f"Configs with Arrow JSON columns ({', '.join(md_code(c) for c in f.configs if uses_json_type(c)) or 'none'}) "
-        f"load as they are from `datasets` {MIN_DATASETS_JSON} on; older releases load them "
+        "never does. Tags are `release-<YYYYMMDD>-<HHMMSS>-<digest>` (the release's time in "
+        "UTC, by default its newest trial's), so the newest release is the last tag in sorted "
+        "order.\n\n"
+        f"Needs `datasets` {MIN_DATASETS} or later. "
+        f"Configs with Arrow JSON columns ({json_names or 'none'}) load as they are from "
+        f"`datasets` {MIN_DATASETS_JSON} on (its `Json` feature); older releases load them "
         "with the string features below.\n\n" + md_fence("\n".join(code), "python"),
         "\nA local copy of this folder loads the same way with its path in place of `REPO` "
         "and no `revision`.\n\n",
@@ -323,8 +324,8 @@ def _load_section(f: CardFacts) -> str:
     json_configs = [c for c in f.configs if uses_json_type(c)]
     for name in json_configs:
         fallback = [
-            f"# datasets {MIN_DATASETS} up to {MIN_DATASETS_JSON}: {name}'s JSON columns as "
-            "strings",
+            f"# datasets {MIN_DATASETS} and other releases older than {MIN_DATASETS_JSON}: "
+            f"{name}'s JSON columns as strings",
             "from datasets import Features, List, Value, load_dataset",
             "",
             f"{name.upper()}_STRINGS = {string_features_code(name)}",
