@@ -389,6 +389,28 @@ def test_verify_decodes_arguments(split_release: tuple[Bundle, Path], tmp_path: 
         )
 
 
+def test_verify_checks_one_tasks_row_per_exported_task(
+    split_release: tuple[Bundle, Path], tmp_path: Path
+) -> None:
+    b, _ = split_release
+    for name, change, message in (
+        ("twice", lambda rows: rows + rows[:1], "a second row of task"),
+        ("missing", lambda rows: rows[1:], "has rollouts but no tasks row"),
+        (
+            "foreign",
+            lambda rows: [{**rows[0], "task_id": "not-exported"}, *rows[1:]],
+            "a task of no exported rollout",
+        ),
+    ):
+        bad = tmp_path / name
+        shutil.copytree(b.path, bad)
+        _rewrite_shard(bad / "data" / "tasks" / "train-00000-of-00001.parquet", change)
+        report = verify_bundle(bad)
+        found = [f.message for fs in report.findings.values() for f in fs]
+        assert any(message in m for m in found), (name, found)
+    assert verify_bundle(b.path).ok
+
+
 # ------------------------------------------------------------------ the card
 
 

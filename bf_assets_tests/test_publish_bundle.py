@@ -183,6 +183,30 @@ def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) ->
     assert verify_bundle(b.path).ok
 
 
+def test_row_groups_are_sized_by_bytes(tmp_path: Path, runs_root: Path) -> None:
+    """A row group closes when its rows reach ``row_group_bytes`` (serialized), however
+    few they are; the row count is only a cap for tiny rows."""
+    from bf_assets.curate.rows import build_row
+    from bf_assets.publish.shards import ROW_GROUP_ROWS, ShardWriter
+
+    assert ROW_GROUP_ROWS >= 10_000  # not what sizes row groups of real rows
+    trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(5)]
+    rows = sorted((build_row(t.path, t.review()) for t in trials), key=lambda r: r["rollout_id"])
+    size = len(orjson.dumps(rows[0]))
+    counts = []
+    for run in ("a", "b"):
+        w = ShardWriter(tmp_path / run, "rollouts", row_group_bytes=2 * size)
+        for r in rows:
+            w.write(r)
+        (shard,) = w.close()
+        meta = pq.ParquetFile(tmp_path / run / shard.path).metadata
+        counts.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+    assert counts[0] == counts[1] and sum(counts[0]) == 5 and max(counts[0]) <= 3
+    assert len(counts[0]) >= 2
+    a, b = (tmp_path / run / "data/rollouts/train-00000-of-00001.parquet" for run in "ab")
+    assert a.read_bytes() == b.read_bytes()  # deterministic, chunking and page index included
+
+
 @pytest.mark.parametrize("max_shard_bytes", [1, 1 << 30])
 def test_two_splits_of_a_config_write_their_shards_side_by_side(
     tmp_path: Path, runs_root: Path, max_shard_bytes: int
