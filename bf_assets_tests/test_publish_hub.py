@@ -6,6 +6,7 @@ Never reaches the internet: the client is pointed at the test server through ``e
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -343,7 +344,18 @@ def test_load_dataset_from_the_server_by_tag(
         token=WRITE,
     )
     assert ds.num_rows == 1 and ds[0]["rollout"] == "demo-task__aaaa1111"
-    assert ds[0]["tools"][0]["function"]["name"] == "terminal"  # JSON-typed: an object
+    # rollouts: JSON text (what every datasets 4.x reads); trl_sft: objects (Arrow JSON)
+    assert json.loads(ds[0]["tools"])[0]["function"]["name"] == "terminal"
+    trl = datasets.load_dataset(
+        REPO, "trl_sft", split="train", revision=one.tag, cache_dir=str(tmp_path / "c"), token=WRITE
+    )
+    assert trl[0]["tools"][0]["function"]["name"] == "terminal"
+    # the card's recipe for a reader that cannot pass a revision: the tag's files by URL
+    files = f"hf://datasets/{REPO}@{one.tag}/data/rollouts/train-*.parquet"
+    by_url = datasets.load_dataset(
+        "parquet", data_files={"train": files}, cache_dir=str(tmp_path / "u"), token=WRITE
+    )
+    assert by_url["train"]["rollout_id"] == ds["rollout_id"]
 
 
 def test_release_job_publishes_to_the_hub_once(

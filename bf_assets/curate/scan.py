@@ -267,6 +267,8 @@ def _value_problems(col: Column, v: Any, row: dict[str, Any]) -> list[str]:
         isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
     ):
         return [f"{name} is not a finite number"]
+    if kind == "bool" and not isinstance(v, bool):
+        return [f"{name} is not a boolean"]
     if kind == "true" and v is not True:
         return [f"{name} is not true"]
     if kind == "outcome" and v not in {o.value for o in HEALTHY_OUTCOMES}:
@@ -323,7 +325,16 @@ def schema_problems(row: dict[str, Any], config: str) -> list[str]:
         roles = [m.get("role") for m in row["completion"] if isinstance(m, dict)]
         if roles != ["assistant"]:
             out.append("completion is not exactly one assistant message")
+    if (
+        config == "rollouts"
+        and all(isinstance(row.get(k), list) for k in MESSAGE_COLUMNS)
+        and row["messages"] != row["prompt"] + row["completion"]
+    ):
+        out.append("messages is not prompt + completion")
     return out
+
+
+MESSAGE_COLUMNS = ("prompt", "completion", "messages")
 
 
 def not_ready_problems(row: dict[str, Any]) -> list[str]:

@@ -101,7 +101,10 @@ class PublishTarget(dg.ConfigurableResource):
     endpoint: str | None = Field(default=None, description="Hub endpoint (default the Hub).")
     license: str = Field(default="other", description="License id for the dataset card.")
     pretty_name: str = Field(default="Benchflow agent trajectories (bf-assets)")
-    tag_prefix: str = Field(default="release-", description="Release tags: <prefix><digest12>.")
+    tag_prefix: str = Field(
+        default="release-",
+        description="Release tags: <prefix><YYYYMMDD-HHMMSS>-<digest12> (sortable by date).",
+    )
     hub_max_attempts: int = Field(default=4, description="Attempts per Hub call (429/5xx).")
     hub_backoff_s: float = Field(default=1.0, description="First retry delay in seconds.")
 

@@ -11,6 +11,13 @@ YAML ``configs`` list every shard of every split by name.
 
 With ``license: other`` the bundle ships :func:`render_license` as ``LICENSE`` and the
 metadata links it (``license_link``); any other license id links nothing.
+
+The YAML metadata is ``huggingface_hub``'s ``DatasetCardData`` (with ``dataset_info``: each
+config's features, generated from the published Arrow schema, and its split sizes) and the
+card is rendered through its ``DatasetCard``.  ``trl_sft``'s ``dataset_info`` carries split
+sizes only: its Arrow JSON columns have a ``datasets`` feature (``Json``) that older
+``datasets`` releases cannot parse, and they parse every config's ``dataset_info`` whichever
+config is loaded.
 """
 
 from __future__ import annotations
@@ -22,16 +29,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+import pyarrow as pa
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import (
+    ARGUMENTS_FORM,
     CONFIG_CONSUMERS,
     CONFIG_DESCRIPTIONS,
     CONFIGS,
     DEFAULT_CONFIG,
+    MIN_DATASETS,
+    MIN_DATASETS_JSON,
     SCHEMA_VERSION,
     VERIFIERS_TASK,
+    arrow_schema,
+    storage_schema,
+    uses_json_type,
 )
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
@@ -53,8 +67,6 @@ TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsb
 LICENSE_PATH = "LICENSE"
 LICENSE_NAME = "benchflow-trajectories"
 TAG_PLACEHOLDER = "<this release's tag>"  # in the draft the release digest is computed over
-JSON_COLUMNS = ("tools", "metrics", "trajectory", "info")
-MESSAGE_COLUMNS = ("prompt", "completion", "messages")
 
 
 @dataclass(slots=True)
@@ -81,6 +93,8 @@ class CardFacts:
     year: str | None = None  # year of the newest exported trial (for the citation)
     changes: dict[str, Any] | None = None  # since the previous release (publish.changes)
     results: ResultsTable | None = None  # the review's results table (dataset.results)
+    # config -> split -> Parquet bytes (the split sizes of ``dataset_info``)
+    split_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def split_names(self) -> list[str]:
@@ -97,33 +111,85 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def _header(f: CardFacts) -> str:
-    meta: dict[str, Any] = {"license": f.license}
+_DTYPES = {
+    pa.string(): "string",
+    pa.int64(): "int64",
+    pa.float64(): "float64",
+    pa.bool_(): "bool",
+}
+
+
+def _feature_yaml(t: pa.DataType) -> dict[str, Any]:
+    """A ``datasets`` feature in the card's YAML form (``dataset_info.features``)."""
+    if pa.types.is_struct(t):
+        return {"struct": [{"name": f.name, **_feature_yaml(f.type)} for f in t]}
+    if pa.types.is_list(t):
+        inner = _feature_yaml(t.value_type)
+        if list(inner) == ["dtype"]:
+            return {"list": inner["dtype"]}
+        if list(inner) == ["struct"]:
+            return {"list": inner["struct"]}
+        return {"list": inner}
+    return {"dtype": _DTYPES[t]}
+
+
+def features_yaml(config: str) -> list[dict[str, Any]]:
+    """``config``'s columns as ``datasets`` features (YAML form), from its Arrow schema."""
+    return [{"name": f.name, **_feature_yaml(f.type)} for f in arrow_schema(config)]
+
+
+def dataset_info(f: CardFacts) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: per config its features (not for configs with Arrow JSON
+    columns, see the module docstring), its splits with their row counts, and sizes in
+    Parquet bytes."""
+    out = []
+    for name in f.configs:
+        info: dict[str, Any] = {"config_name": name}
+        if not uses_json_type(name):
+            info["features"] = features_yaml(name)
+        sizes = f.split_bytes.get(name, {})
+        info["splits"] = [
+            {"name": split, "num_bytes": sizes.get(split, 0), "num_examples": n}
+            for split, n in f.split_rows.get(name, {}).items()
+        ]
+        info["download_size"] = sum(sizes.values())
+        info["dataset_size"] = sum(sizes.values())
+        out.append(info)
+    return out
+
+
+def card_data(f: CardFacts) -> DatasetCardData:
+    """The card's YAML metadata as ``huggingface_hub`` card data."""
+    extra: dict[str, Any] = {}
     if f.license == "other":
-        meta["license_name"] = LICENSE_NAME
+        extra["license_name"] = LICENSE_NAME
         if f.license_file:
-            meta["license_link"] = f.license_file
-    meta.update(
-        {
-            "pretty_name": f.pretty_name,
-            "language": ["en"],
-            "task_categories": ["text-generation"],
-            "tags": TAGS,
-            "size_categories": [_size_category(f.configs.get(DEFAULT_CONFIG, 0))],
-            "configs": [
-                {
-                    "config_name": name,
-                    **({"default": True} if name == DEFAULT_CONFIG else {}),
-                    "data_files": [
-                        {"split": split, "path": list(paths)}
-                        for split, paths in f.split_files.get(name, {}).items()
-                    ],
-                }
-                for name in f.configs
-            ],
-        }
+            extra["license_link"] = f.license_file
+    return DatasetCardData(
+        license=f.license,
+        pretty_name=f.pretty_name,
+        language=["en"],
+        task_categories=["text-generation"],
+        tags=list(TAGS),
+        size_categories=[_size_category(f.configs.get(DEFAULT_CONFIG, 0))],
+        configs=[
+            {
+                "config_name": name,
+                **({"default": True} if name == DEFAULT_CONFIG else {}),
+                "data_files": [
+                    {"split": split, "path": list(paths)}
+                    for split, paths in f.split_files.get(name, {}).items()
+                ],
+            }
+            for name in f.configs
+        ],
+        dataset_info=dataset_info(f),
+        **extra,
     )
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
+
+
+def _header(f: CardFacts) -> str:
+    return "---\n" + card_data(f).to_yaml() + "\n---\n"
 
 
 def _prose(text: str) -> Markdown:
@@ -183,12 +249,53 @@ def _cleaned(facts: CardFacts) -> CardFacts:
             if facts.results is not None
             else None
         ),
+        split_bytes={c: dict(per) for c, per in facts.split_bytes.items()},
     )
 
 
 def _py(text: str) -> str:
     """A Python string literal of ``text`` (for the card's code)."""
     return json.dumps(text, ensure_ascii=False)
+
+
+def _features_code(t: pa.DataType) -> str:
+    if pa.types.is_struct(t):
+        return "{" + ", ".join(f"{_py(f.name)}: {_features_code(f.type)}" for f in t) + "}"
+    if pa.types.is_list(t):
+        return f"List({_features_code(t.value_type)})"
+    return f"Value({_py(_DTYPES[t])})"
+
+
+def string_features_code(config: str) -> str:
+    """Python for ``config``'s features with every JSON column as a string (what a
+    ``datasets`` without the ``Json`` feature loads it with)."""
+    fields = [f"    {_py(f.name)}: {_features_code(f.type)}," for f in storage_schema(config)]
+    return "Features(\n    {\n" + "\n".join("    " + x for x in fields) + "\n    }\n)"
+
+
+VERIFIERS_MARKER = "# verifiers environment over the tasks config"
+
+
+def verifiers_snippet(repo: str, tag: str) -> str:
+    """The card's verifiers example (a test runs it against a local release)."""
+    return "\n".join(
+        [
+            VERIFIERS_MARKER,
+            "import verifiers as vf",
+            "from datasets import load_dataset",
+            "",
+            f'tasks = load_dataset({_py(repo)}, "tasks", split="train", revision={_py(tag)})',
+            "",
+            "",
+            "def solved(completion, answer, info, **kwargs) -> float:",
+            "    # the gold answer is withheld (answer is empty): score with the task's own",
+            '    # verifier, which info["task_id"] names',
+            "    return 0.0",
+            "",
+            "",
+            "env = vf.SingleTurnEnv(dataset=tasks, rubric=vf.Rubric(funcs=[solved]))",
+        ]
+    )
 
 
 def _load_section(f: CardFacts) -> str:
@@ -207,14 +314,58 @@ def _load_section(f: CardFacts) -> str:
         code.append(f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG)  # {shown}")
     first = next(iter(f.configs), DEFAULT_CONFIG)
     code.append(f"train = load_dataset(REPO, {_py(first)}, split={_py(names[0])}, revision=TAG)")
-    return (
+    json_names = ", ".join(md_code(c) for c in f.configs if uses_json_type(c))
+    out = [
         "## Load it\n\n"
         "Pin the release tag: the repository's `main` moves on with every release, a tag "
-        "never does.\n\n"
-        + md_fence("\n".join(code), "python")
-        + "\nA local copy of this folder loads the same way with its path in place of `REPO` "
-        "and no `revision`.\n\n"
+        "never does. Tags are `release-<YYYYMMDD>-<HHMMSS>-<digest>` (the release's time in "
+        "UTC, by default its newest trial's), so the newest release is the last tag in sorted "
+        "order.\n\n"
+        f"Needs `datasets` {MIN_DATASETS} or later. "
+        f"Configs with Arrow JSON columns ({json_names or 'none'}) load as they are from "
+        f"`datasets` {MIN_DATASETS_JSON} on (its `Json` feature); older releases load them "
+        "with the string features below.\n\n" + md_fence("\n".join(code), "python"),
+        "\nA local copy of this folder loads the same way with its path in place of `REPO` "
+        "and no `revision`.\n\n",
+    ]
+    json_configs = [c for c in f.configs if uses_json_type(c)]
+    for name in json_configs:
+        fallback = [
+            f"# datasets {MIN_DATASETS} and other releases older than {MIN_DATASETS_JSON}: "
+            f"{name}'s JSON columns as strings",
+            "from datasets import Features, List, Value, load_dataset",
+            "",
+            f"{name.upper()}_STRINGS = {string_features_code(name)}",
+            f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG, "
+            f"features={name.upper()}_STRINGS)",
+        ]
+        out.append(
+            f"### `{name}` with `datasets` older than {MIN_DATASETS_JSON}\n\n"
+            "Those releases do not know the Arrow JSON type; pass string features (tool-call "
+            "`arguments` and `tools` are then JSON strings, as in `prime_sft`):\n\n"
+            + md_fence("\n".join(fallback), "python")
+            + "\n"
+        )
+    no_rev = [
+        "from datasets import load_dataset",
+        "from huggingface_hub import snapshot_download",
+        "",
+        "# 1. files of the tag, by URL (any reader that takes data_files or hf:// paths)",
+        f'data_files = {{split: f"hf://datasets/{{REPO}}@{{TAG}}/data/{first}/{{split}}-*.parquet"'
+        f" for split in {_py_tuple(names)}}}",
+        f'{first} = load_dataset("parquet", data_files=data_files)',
+        "",
+        "# 2. a local snapshot of the tag: its folder is a dataset name any trainer takes",
+        'path = snapshot_download(REPO, repo_type="dataset", revision=TAG)',
+        f"{first} = load_dataset(path, {_py(first)})",
+    ]
+    out.append(
+        "### Without a revision\n\n"
+        "For a trainer that takes a dataset name but no revision (or whose config has no "
+        "field for one), point it at the tag's files or at a local snapshot of the tag, "
+        "never at `main`:\n\n" + md_fence("\n".join(no_rev), "python") + "\n"
     )
+    return "".join(out)
 
 
 def _splits_section(f: CardFacts) -> str:
@@ -259,57 +410,41 @@ def _py_tuple(names: Sequence[str]) -> str:
     return "(" + ", ".join(f'"{n}"' for n in names) + ")"
 
 
-STRINGS_SNIPPET = f'''from datasets import Value
-
-
-def with_json_strings(ds):
-    """Every JSON value of a split as JSON text (for readers that call json.loads)."""
-    features = ds.features.copy()
-    for name in {_py_tuple(JSON_COLUMNS)}:
-        if name in features:
-            features[name] = Value("string")
-    for name in {_py_tuple(MESSAGE_COLUMNS)}:
-        if name in features:
-            call = features[name].feature["tool_calls"].feature["function"]
-            call["arguments"] = Value("string")
-    return ds.cast(features)
-'''
-
-
 def _trainers_section(f: CardFacts) -> str:
     out = [
         "## Use with trainers\n\n",
-        "JSON payloads are typed, not strings: tool-call `arguments`, `tools`, `metrics`, "
-        "`trajectory` and `info` are Arrow JSON (the `arrow.json` extension type, Parquet "
-        "JSON logical type), and `datasets` returns them as Python objects, so "
-        '`row["completion"][0]["tool_calls"][0]["function"]["arguments"]` is a dict and '
-        "chat templates render it as an object (checked with datasets 5.2 and pyarrow 26). "
-        "Readers that do not know the type (pandas, plain Parquet readers) see the JSON "
-        "text.\n\n",
+        "Each config gives tool-call `arguments` in the form its trainer reads: JSON strings "
+        "for Prime-RL and verifiers (`rollouts`, `prime_sft`; `tools`, `tool_defs`, "
+        "`metrics`, `trajectory` and `info` are JSON strings there too), objects for TRL chat "
+        "templates (`trl_sft`: `arguments` and `tools` have the Arrow JSON type, so "
+        '`row["completion"][0]["tool_calls"][0]["function"]["arguments"]` is a dict). '
+        "In `rollouts`, `prompt` is the initial prompt (system prompt and instruction) and "
+        "`messages == prompt + completion` on every row.\n\n",
     ]
     out.append(
         _table(
-            ["config", "for", "strings needed?"],
-            [
-                (
-                    c,
-                    _prose(CONFIG_CONSUMERS[c]),
-                    {
-                        "prime_sft": "only for older Prime-RL releases",
-                        "trl_sft": "only for templates that join arguments as text",
-                    }.get(c, "no"),
-                )
-                for c in f.configs
-            ],
+            ["config", "for", "tool-call arguments"],
+            [(c, _prose(CONFIG_CONSUMERS[c]), ARGUMENTS_FORM[c]) for c in f.configs],
         )
     )
     out.append(
-        "\nWhere a consumer needs JSON strings, cast the columns back (do not `json.dumps` "
-        "in a `map`: the column stays JSON-typed and decodes again):\n\n"
-        f"```python\n{STRINGS_SNIPPET}```\n\n"
+        "\nOnly a chat template that joins `arguments` as text (the original DeepSeek-V3 "
+        "one) needs strings in `trl_sft`: TRL ships `deepseekv3_training` for the dict "
+        "form, or build the prompt-completion rows from `prime_sft`.\n\n"
         "For SFT on demonstrations, filter on `reward` (or `outcome` in `rollouts`): "
         "failed trials the review attributed to the model are exported too.\n\n"
     )
+    if "tasks" in f.configs:
+        out.append(
+            "### A verifiers environment\n\n"
+            "The `tasks` config is a verifiers environment dataset, one row per task "
+            "(`example_id`, `prompt`, `answer`, `info`, `task`):\n\n"
+            + md_fence(
+                verifiers_snippet(f.repo_id or "<namespace>/<name>", f.tag or TAG_PLACEHOLDER),
+                "python",
+            )
+            + "\n"
+        )
     return "".join(out)
 
 
@@ -324,8 +459,9 @@ def schema_markdown(configs: Iterable[str]) -> str:
     out.append(
         "A message is `{role, content, tool_calls, tool_call_id, name}` (OpenAI chat) with "
         '`content` a string; `tool_calls` items are `{id, type: "function", function: '
-        "{name, arguments}}` with `arguments` a JSON object. A type `json (…)` is the Arrow "
-        "JSON type.\n"
+        "{name, arguments}}` with `arguments` a JSON object, written as its JSON text "
+        "(`string`) or with the Arrow JSON type (`json`) as the column's type says. A type "
+        "`json (…)` is the Arrow JSON type, `string (JSON …)` the JSON text.\n"
     )
     for name in configs:
         out.append(f"\n### `{name}`\n\n")
@@ -591,4 +727,4 @@ def render_card(facts: CardFacts) -> str:
         )
     )
     p.append(_citation_section(f))
-    return "".join(p)
+    return DatasetCard("".join(p)).content

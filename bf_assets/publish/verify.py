@@ -296,6 +296,31 @@ def _match_excluded(bundle: Path, excluded: Sequence[Decision], report: GateRepo
         pass  # reported by the scan
 
 
+TASKS_CONFIG = "tasks"
+
+
+def _check_tasks(
+    keys: list[RowKey], main: list[RowKey], manifest: dict[str, Any], report: GateReport
+) -> None:
+    """The ``tasks`` config (when the release has it) holds one row for each task of the
+    exported rollouts, and no other."""
+    if TASKS_CONFIG not in (manifest.get("configs") or {}):
+        return
+    want = {k.task_id for k in main}
+    seen: set[Any] = set()
+    for k in keys:
+        if k.config != TASKS_CONFIG:
+            continue
+        if k.task_id not in want or k.task_id in seen:
+            what = "a second row of" if k.task_id in seen else "a task of no exported rollout:"
+            report.add(finding(NOT_READY, f"{k.file}: {what} task {k.task_id}", file=k.file))
+        seen.add(k.task_id)
+    for task in sorted(want - seen, key=str):
+        report.add(
+            finding(SCHEMA, f"task {task} has rollouts but no tasks row", file=MANIFEST_PATH)
+        )
+
+
 def _cross_check(
     bundle: Path,
     keys: list[RowKey],
@@ -308,8 +333,9 @@ def _cross_check(
     """Rows against the decision; returns the release verdict the decision gives."""
     main = [k for k in keys if k.config == DEFAULT_CONFIG]
     ids = {k.rollout_id for k in main}
+    _check_tasks(keys, main, manifest, report)
     for k in keys:
-        if k.config != DEFAULT_CONFIG and k.rollout_id not in ids:
+        if k.config not in (DEFAULT_CONFIG, TASKS_CONFIG) and k.rollout_id not in ids:
             report.add(
                 finding(
                     NOT_READY,
