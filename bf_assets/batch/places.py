@@ -22,6 +22,16 @@ def project_dir() -> Path:
     return Path(os.environ.get(PROJECT_DIR_ENV) or os.getcwd()).resolve()
 
 
+def env_path(name: str) -> str | None:
+    """The path in ``$name``, a relative one resolved against :func:`project_dir` (the
+    folder of the ``.env`` it may come from, whatever the current directory: the UI's
+    processes run in the instance folder); None when unset or empty.  URLs are kept."""
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return None
+    return raw if "://" in raw else str(project_dir() / Path(raw).expanduser())
+
+
 def default_run_root() -> Path:
     return project_dir() / "data" / "runs" / "jobs"
 
@@ -43,7 +53,7 @@ WAREHOUSE_ENV = "BF_WAREHOUSE"
 
 def warehouse_dir() -> str:
     """``$BF_WAREHOUSE`` (a local path or an fsspec URL), else ``data/warehouse``."""
-    return os.environ.get(WAREHOUSE_ENV) or str(project_dir() / "data" / "warehouse")
+    return env_path(WAREHOUSE_ENV) or str(project_dir() / "data" / "warehouse")
 
 
 def roots_namespace(roots: Sequence[str]) -> str:
@@ -84,7 +94,7 @@ def local_warehouse(roots: Sequence[str] | None = None) -> Path:
 def default_tasks_dir() -> str | None:
     """``$BF_TASKS_DIR``, else the sample's task tree when the default run root is in use."""
     if os.environ.get(TASKS_ENV):
-        return os.environ[TASKS_ENV]
+        return env_path(TASKS_ENV)
     if not os.environ.get(RUN_ROOTS_ENV) and default_tasks_root().is_dir():
         return str(default_tasks_root())
     return None
@@ -96,5 +106,6 @@ def default_run_roots() -> list[str]:
     Read when the resource is built, not when this module is imported.
     """
     raw = os.environ.get(RUN_ROOTS_ENV, "")
-    roots = [r for r in raw.split(os.pathsep) if r.strip()]
+    base = project_dir()
+    roots = [str(base / Path(r.strip()).expanduser()) for r in raw.split(os.pathsep) if r.strip()]
     return roots or [str(default_run_root())]
