@@ -91,6 +91,23 @@ def local_warehouse(roots: Sequence[str] | None = None) -> Path:
     return base / roots_namespace(roots) if roots is not None else base
 
 
+PAGES_URL_ENV = "BF_PAGES_URL"
+
+
+def pages_url(path: Path) -> str | None:
+    """The HTTP address of a file of the local warehouse's report folders on the trial page
+    server of ``bf-assets ui`` (``$BF_PAGES_URL``, :mod:`bf_assets.cli.pages_server`); None
+    without that server or for a file outside the local warehouse."""
+    base = (os.environ.get(PAGES_URL_ENV) or "").strip().rstrip("/")
+    if not base:
+        return None
+    try:
+        rel = Path(path).resolve().relative_to(local_warehouse().resolve())
+    except ValueError:
+        return None
+    return f"{base}/{rel.as_posix()}"
+
+
 def default_tasks_dir() -> str | None:
     """``$BF_TASKS_DIR``, else the sample's task tree when the default run root is in use."""
     if os.environ.get(TASKS_ENV):
