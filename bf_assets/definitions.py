@@ -83,9 +83,12 @@ def build_defs(
 
 def scaffolded_defs() -> dg.Definitions:
     """What ``dg scaffold defs`` added under ``bf_assets/components`` (the dg project's
-    ``defs_module``): Python modules and component folders, loaded as ``dg`` loads them."""
-    package_root = Path(bf_assets.components.__file__).resolve().parents[2]
-    return dg.components.load_defs(bf_assets.components, project_root=package_root)
+    ``defs_module``), loaded as ``dg`` loads it; nothing outside a checkout (no
+    ``pyproject.toml`` beside the package: an installed wheel has nothing scaffolded)."""
+    project_root = Path(bf_assets.components.__file__).resolve().parents[2]
+    if not (project_root / "pyproject.toml").is_file():
+        return dg.Definitions()
+    return dg.load_from_defs_folder(project_root=project_root)
 
 
 defs = build_defs()
