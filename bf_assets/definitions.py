@@ -88,7 +88,8 @@ def scaffolded_defs() -> dg.Definitions:
     project_root = Path(bf_assets.components.__file__).resolve().parents[2]
     if not (project_root / "pyproject.toml").is_file():
         return dg.Definitions()
-    return dg.load_from_defs_folder(project_root=project_root)
+    folder = Path(bf_assets.components.__file__).resolve().parent
+    return dg.load_from_defs_folder(path_within_project=folder)
 
 
 defs = build_defs()
