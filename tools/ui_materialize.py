@@ -4,7 +4,8 @@ On the sample (``data/runs``) and a fresh temporary instance seeded with the shi
 ``bf_assets/defaults/dagster.yaml`` (or ``--config``), this starts the webserver and the
 daemon as ``./dev ui`` does (``bf-assets ui -w workspace.yaml`` in the instance folder), registers
 the job directories as partitions (what the ``new_job_dirs`` sensor's first tick does; the
-sensor itself stays stopped), opens the global asset lineage in Debian's chromium through
+sensor, on by default, is stopped before the UI starts, so no run but the backfill's
+starts), opens the global asset lineage in Debian's chromium through
 Playwright, clicks "Materialize all", picks "All" partitions and "Launch backfill", and waits
 until the backfill and every run it launched have finished.  Then, in the same invocation,
 it times ``bf-assets release`` on the same sample with another fresh instance, and compares
@@ -81,7 +82,7 @@ def ui_env(home: Path, work: Path, extra: Mapping[str, str]) -> dict[str, str]:
         BF_PROJECT_DIR=str(REPO),
         BF_WAREHOUSE=str(work / "warehouse"),
         BF_PUBLISH_DIR=str(work / "published"),
-        BF_EXECUTOR="in_process",  # ./dev ui's default
+        BF_EXECUTOR="in_process",  # every step in its run's process, for every run
         DAGSTER_PROJECT_ENV_FILE_PATHS=json.dumps({"bf_assets": str(REPO)}),
     )
     env.update(extra)
@@ -93,10 +94,19 @@ def fresh_home(home: Path, config: Path) -> None:
     shutil.copyfile(config, home / "dagster.yaml")
 
 
+def stop_sensor(home: Path, env: Mapping[str, str]) -> None:
+    """Record ``new_job_dirs`` as stopped on the fresh instance (``dagster sensor stop``), so
+    its first tick requests no ingest run beside the measured backfill."""
+    cmd = [str(BIN / "dagster"), "sensor", "stop", "new_job_dirs",
+           "-w", str(REPO / "workspace.yaml")]  # fmt: skip
+    subprocess.run(cmd, cwd=home, env=dict(env), check=True, capture_output=True)
+
+
 def start_ui(home: Path, env: Mapping[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """``bf-assets ui -w workspace.yaml`` in the instance folder, as ``./dev ui`` runs it (the
     webserver and ``dagster-daemon run``); its own process group, to stop it whole."""
-    cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
+    cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port),
+           "--pages-port", str(free_port())]  # fmt: skip
     with log.open("wb") as out:
         return subprocess.Popen(
             cmd, cwd=home, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
@@ -474,6 +484,7 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
     home = work / "home"
     fresh_home(home, config)
     env = ui_env(home, work, extra_env)
+    stop_sensor(home, env)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start_ui(home, env, port, work / "ui.log")

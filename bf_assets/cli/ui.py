@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -85,9 +86,12 @@ def ui(args: argparse.Namespace) -> int:
                       "-p", str(args.port), *level, *ws],
         "daemon": [_console_script("dagster-daemon"), "run", "--log-level", args.log_level, *ws],
     }  # fmt: skip
-    if args.pages_port:
+    if args.pages_port and _port_free(args.host, args.pages_port):
         commands["trial page server"] = pages_server_argv(args.host, args.pages_port)
         env[PAGES_URL_ENV] = f"http://{_url_host(args.host)}:{args.pages_port}"
+    elif args.pages_port:
+        sys.stderr.write(f"bf-assets ui: port {args.pages_port} is in use: no trial page "
+                         "server (--pages-port N); the UI links the pages as files\n")  # fmt: skip
     return supervise(commands, env)
 
 
@@ -96,6 +100,18 @@ def pages_server_argv(host: str, port: int) -> list[str]:
     root = str(local_warehouse())
     return [sys.executable, "-m", "bf_assets.cli.pages_server", "--root", root,
             "--host", host, "--port", str(port)]  # fmt: skip
+
+
+def _port_free(host: str, port: int) -> bool:
+    """Whether the page server can listen on ``host:port`` now (a taken port would end it,
+    and with it the UI)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def _url_host(host: str) -> str:
