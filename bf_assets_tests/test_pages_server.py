@@ -85,3 +85,16 @@ def test_the_report_in_the_ui_links_the_page_server(
         "- [Trial review pages (trial_pages)]"
         "(http://127.0.0.1:3001/roots-abc/report/pages/index.html)\n"
     )
+
+
+def test_the_ui_starts_no_page_server_on_a_taken_port() -> None:
+    import socket
+
+    from bf_assets.cli.ui import _port_free
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert not _port_free("127.0.0.1", port)
+    assert _port_free("127.0.0.1", port)
