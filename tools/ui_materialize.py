@@ -36,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -429,6 +431,9 @@ class UiResult:
     backfill_iterations: int  # backfill daemon iterations from the click to the last run's end
     cpu_s: float  # CPU of webserver, daemon, code servers and runs from the click to the end
     runs: list[dict[str, Any]]
+    trial_pages_url: str = ""  # trial_pages' index_url, as the UI links it
+    trial_pages_status: int = 0  # its HTTP status
+    trial_page_status: int = 0  # the HTTP status of the first trial page the index links
 
 
 def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
@@ -500,11 +505,41 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
         )
         bf = wait_done(base, timeout)
         cpu = session_cpu(proc.pid) - cpu0
+        pages = open_trial_pages(base)
     finally:
         stop_ui(proc)
     runs = run_timeline(home, bf["id"])
     log = daemon_log(work / "ui.log")
-    return summarize(str(config), ready, clicked, bf, runs, log, cpu), work / "published"
+    result = summarize(str(config), ready, clicked, bf, runs, log, cpu)
+    result.trial_pages_url, result.trial_pages_status, result.trial_page_status = pages
+    return result, work / "published"
+
+
+PAGES_Q = """{ assetOrError(assetKey: {path: ["trial_pages"]}) { ... on Asset {
+  assetMaterializations(limit: 1) { metadataEntries { label ... on UrlMetadataEntry { url } } }
+} } }"""
+
+
+def _http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (loopback only)
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+
+
+def open_trial_pages(base: str) -> tuple[str, int, int]:
+    """The trial pages as the UI links them: ``trial_pages``' ``index_url``, its HTTP status,
+    and the HTTP status of the first trial page the index links (0: not over HTTP)."""
+    mats = gql(base, PAGES_Q)["assetOrError"].get("assetMaterializations") or []
+    entries = mats[0]["metadataEntries"] if mats else []
+    url = next((e.get("url", "") for e in entries if e["label"] == "index_url"), "")
+    if not url.startswith("http"):
+        return url, 0, 0
+    status, html = _http_get(url)
+    link = re.search(r'href="(trials/[^"#]+\.html)"', html)
+    page = _http_get(urllib.parse.urljoin(url, link.group(1)))[0] if link else 0
+    return url, status, page
 
 
 # --------------------------------------------------------------------------- the CLI
