@@ -58,7 +58,8 @@ def test_exit_0_when_every_trial_is_healthy_and_publishable(
     for f in t["findings"]:
         assert set(f) == {"check", "severity", "message", "file", "line", "evidence"}
     assert data["summary"]["trials"] == 1 and data["summary"]["release_verdict"] == "publishable"
-    assert err == ""  # piped --json output: no progress on stderr
+    # piped --json output: no progress on stderr, only the one-line warning (no --tasks)
+    assert err == f"bf-assets: {cli.NO_TASK_TREE}\n"
 
 
 def test_exit_1_when_a_trial_is_not_publishable(
@@ -154,4 +155,33 @@ def test_progress_only_on_a_terminal() -> None:
         progress(1, 2, ref)
         progress(2, 2, ref)
     assert "2/2 trials" in tty.getvalue() and "jobs/j" in tty.getvalue()
+    assert pipe.getvalue() == ""
+
+
+def test_without_a_task_tree_a_one_line_warning_in_every_format(
+    healthy: Trial, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for fmt in ([], ["--json"]):
+        _, _, err = _run(["review", str(healthy.root), *fmt], capsys)
+        assert err.splitlines() == [f"bf-assets: {cli.NO_TASK_TREE}"]
+        assert "--tasks DIR" in err and "skills cannot be checked" in err
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    _, _, err = _run(["review", str(healthy.root), "--tasks", str(tasks)], capsys)
+    assert err == ""
+
+
+def test_phases_show_on_a_terminal_only() -> None:
+    from bf_assets.cli.progress import Phases
+
+    tty, pipe = _Tty(), io.StringIO()
+    for stream in (tty, pipe):
+        phases = Phases(stream)
+        with phases.phase("reading and reviewing trials", 4) as advance:
+            advance(2)
+            advance(2)
+        with phases.phase("walking the run roots"):
+            pass
+    assert "reading and reviewing trials" in tty.getvalue() and "4/4" in tty.getvalue()
+    assert "walking the run roots" in tty.getvalue()
     assert pipe.getvalue() == ""

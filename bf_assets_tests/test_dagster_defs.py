@@ -33,7 +33,8 @@ def jobs_root(tmp_path: Path) -> Path:
     shared = shared_dir()
     job = shared / "fixtures" / "benchflow-writer" / "jobs" / JOB if shared else None
     if job is None or not job.is_dir():
-        pytest.skip("shared Benchflow writer fixture not available")
+        where = job or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+        pytest.skip(f"shared fixtures not available at {where}")
     root = tmp_path / "runs" / "jobs"
     shutil.copytree(job, root / JOB)
     return root

@@ -23,7 +23,14 @@ from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
 
 SVG = "{http://www.w3.org/2000/svg}"
-SECTIONS = ["## Blockers", "## Coverage", "## Evidence", "## Residual risk", "## Verdict"]
+# the headings a reader meets, each saying what its section answers
+SECTIONS = [
+    "## Blockers: what stops the release\n",
+    "## Coverage: the planned runs found\n",
+    "## Evidence: what was reviewed, and how to reproduce it\n",
+    "## Residual risk: what this review cannot rule out\n",
+    "## Verdict: may this dataset be published?\n",
+]
 
 
 def _mixed() -> tuple[list[TrialReview], Coverage]:

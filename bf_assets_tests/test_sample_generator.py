@@ -451,7 +451,9 @@ def test_write_trial_defaults_give_a_ready_two_step_pass(tmp_path: Path) -> None
     assert tree(again / plan.job) == tree(tmp_path / plan.job)
 
 
-@pytest.mark.skipif(not WRITER_JOB.is_dir(), reason="../shared fixtures not present")
+@pytest.mark.skipif(
+    not WRITER_JOB.is_dir(), reason=f"shared fixtures not available at {WRITER_JOB}"
+)
 def test_row_builder_reproduces_benchflow_writer_rows() -> None:
     for d in sorted(p for p in WRITER_JOB.iterdir() if p.is_dir()):
         llm = d / LLM

@@ -27,7 +27,8 @@ def writer_job() -> Path:
     shared = shared_dir()
     job = shared / "fixtures" / "benchflow-writer" / "jobs" / JOB if shared else None
     if job is None or not job.is_dir():
-        pytest.skip("shared Benchflow writer fixture not available")
+        where = job or Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+        pytest.skip(f"shared fixtures not available at {where}")
     return job
 
 

@@ -45,6 +45,9 @@ def test_materialize_all_runs_through_the_daemons_without_idle_iterations(
     ui, published = tool.measure_ui(tmp_path / "ui", tool.SHIPPED, {}, None, timeout=1200)
     assert ui.backfill_status == "COMPLETED_SUCCESS"
     assert ui.all_succeeded, [r["status"] for r in ui.runs]
+    # the trial pages open from the UI's link over HTTP (the page server of bf-assets ui)
+    assert ui.trial_pages_url.startswith("http://127.0.0.1:"), ui.trial_pages_url
+    assert (ui.trial_pages_status, ui.trial_page_status) == (200, 200)
     # the ingest of both job directories in one run (single-run backfill policy), then the
     # unpartitioned release assets in one more
     keys = tool.sample_job_keys()

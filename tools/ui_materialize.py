@@ -4,7 +4,8 @@ On the sample (``data/runs``) and a fresh temporary instance seeded with the shi
 ``bf_assets/defaults/dagster.yaml`` (or ``--config``), this starts the webserver and the
 daemon as ``./dev ui`` does (``bf-assets ui -w workspace.yaml`` in the instance folder), registers
 the job directories as partitions (what the ``new_job_dirs`` sensor's first tick does; the
-sensor itself stays stopped), opens the global asset lineage in Debian's chromium through
+sensor, on by default, is stopped before the UI starts, so no run but the backfill's
+starts), opens the global asset lineage in Debian's chromium through
 Playwright, clicks "Materialize all", picks "All" partitions and "Launch backfill", and waits
 until the backfill and every run it launched have finished.  Then, in the same invocation,
 it times ``bf-assets release`` on the same sample with another fresh instance, and compares
@@ -35,6 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -81,7 +84,7 @@ def ui_env(home: Path, work: Path, extra: Mapping[str, str]) -> dict[str, str]:
         BF_PROJECT_DIR=str(REPO),
         BF_WAREHOUSE=str(work / "warehouse"),
         BF_PUBLISH_DIR=str(work / "published"),
-        BF_EXECUTOR="in_process",  # ./dev ui's default
+        BF_EXECUTOR="in_process",  # every step in its run's process, for every run
         DAGSTER_PROJECT_ENV_FILE_PATHS=json.dumps({"bf_assets": str(REPO)}),
     )
     env.update(extra)
@@ -93,10 +96,19 @@ def fresh_home(home: Path, config: Path) -> None:
     shutil.copyfile(config, home / "dagster.yaml")
 
 
+def stop_sensor(home: Path, env: Mapping[str, str]) -> None:
+    """Record ``new_job_dirs`` as stopped on the fresh instance (``dagster sensor stop``), so
+    its first tick requests no ingest run beside the measured backfill."""
+    cmd = [str(BIN / "dagster"), "sensor", "stop", "new_job_dirs",
+           "-w", str(REPO / "workspace.yaml")]  # fmt: skip
+    subprocess.run(cmd, cwd=home, env=dict(env), check=True, capture_output=True)
+
+
 def start_ui(home: Path, env: Mapping[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """``bf-assets ui -w workspace.yaml`` in the instance folder, as ``./dev ui`` runs it (the
     webserver and ``dagster-daemon run``); its own process group, to stop it whole."""
-    cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
+    cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port),
+           "--pages-port", str(free_port())]  # fmt: skip
     with log.open("wb") as out:
         return subprocess.Popen(
             cmd, cwd=home, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
@@ -419,6 +431,9 @@ class UiResult:
     backfill_iterations: int  # backfill daemon iterations from the click to the last run's end
     cpu_s: float  # CPU of webserver, daemon, code servers and runs from the click to the end
     runs: list[dict[str, Any]]
+    trial_pages_url: str = ""  # trial_pages' index_url, as the UI links it
+    trial_pages_status: int = 0  # its HTTP status
+    trial_page_status: int = 0  # the HTTP status of the first trial page the index links
 
 
 def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
@@ -474,6 +489,7 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
     home = work / "home"
     fresh_home(home, config)
     env = ui_env(home, work, extra_env)
+    stop_sensor(home, env)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start_ui(home, env, port, work / "ui.log")
@@ -489,11 +505,41 @@ def measure_ui(work: Path, config: Path, extra_env: Mapping[str, str], chromium:
         )
         bf = wait_done(base, timeout)
         cpu = session_cpu(proc.pid) - cpu0
+        pages = open_trial_pages(base)
     finally:
         stop_ui(proc)
     runs = run_timeline(home, bf["id"])
     log = daemon_log(work / "ui.log")
-    return summarize(str(config), ready, clicked, bf, runs, log, cpu), work / "published"
+    result = summarize(str(config), ready, clicked, bf, runs, log, cpu)
+    result.trial_pages_url, result.trial_pages_status, result.trial_page_status = pages
+    return result, work / "published"
+
+
+PAGES_Q = """{ assetOrError(assetKey: {path: ["trial_pages"]}) { ... on Asset {
+  assetMaterializations(limit: 1) { metadataEntries { label ... on UrlMetadataEntry { url } } }
+} } }"""
+
+
+def _http_get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:  # noqa: S310 (loopback only)
+            return resp.status, resp.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+
+
+def open_trial_pages(base: str) -> tuple[str, int, int]:
+    """The trial pages as the UI links them: ``trial_pages``' ``index_url``, its HTTP status,
+    and the HTTP status of the first trial page the index links (0: not over HTTP)."""
+    mats = gql(base, PAGES_Q)["assetOrError"].get("assetMaterializations") or []
+    entries = mats[0]["metadataEntries"] if mats else []
+    url = next((e.get("url", "") for e in entries if e["label"] == "index_url"), "")
+    if not url.startswith("http"):
+        return url, 0, 0
+    status, html = _http_get(url)
+    link = re.search(r'href="(trials/[^"#]+\.html)"', html)
+    page = _http_get(urllib.parse.urljoin(url, link.group(1)))[0] if link else 0
+    return url, status, page
 
 
 # --------------------------------------------------------------------------- the CLI

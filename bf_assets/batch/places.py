@@ -22,6 +22,16 @@ def project_dir() -> Path:
     return Path(os.environ.get(PROJECT_DIR_ENV) or os.getcwd()).resolve()
 
 
+def env_path(name: str) -> str | None:
+    """The path in ``$name``, a relative one resolved against :func:`project_dir` (the
+    folder of the ``.env`` it may come from, whatever the current directory: the UI's
+    processes run in the instance folder); None when unset or empty.  URLs are kept."""
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return None
+    return raw if "://" in raw else str(project_dir() / Path(raw).expanduser())
+
+
 def default_run_root() -> Path:
     return project_dir() / "data" / "runs" / "jobs"
 
@@ -43,7 +53,7 @@ WAREHOUSE_ENV = "BF_WAREHOUSE"
 
 def warehouse_dir() -> str:
     """``$BF_WAREHOUSE`` (a local path or an fsspec URL), else ``data/warehouse``."""
-    return os.environ.get(WAREHOUSE_ENV) or str(project_dir() / "data" / "warehouse")
+    return env_path(WAREHOUSE_ENV) or str(project_dir() / "data" / "warehouse")
 
 
 def roots_namespace(roots: Sequence[str]) -> str:
@@ -81,10 +91,27 @@ def local_warehouse(roots: Sequence[str] | None = None) -> Path:
     return base / roots_namespace(roots) if roots is not None else base
 
 
+PAGES_URL_ENV = "BF_PAGES_URL"
+
+
+def pages_url(path: Path) -> str | None:
+    """The HTTP address of a file of the local warehouse's report folders on the trial page
+    server of ``bf-assets ui`` (``$BF_PAGES_URL``, :mod:`bf_assets.cli.pages_server`); None
+    without that server or for a file outside the local warehouse."""
+    base = (os.environ.get(PAGES_URL_ENV) or "").strip().rstrip("/")
+    if not base:
+        return None
+    try:
+        rel = Path(path).resolve().relative_to(local_warehouse().resolve())
+    except ValueError:
+        return None
+    return f"{base}/{rel.as_posix()}"
+
+
 def default_tasks_dir() -> str | None:
     """``$BF_TASKS_DIR``, else the sample's task tree when the default run root is in use."""
     if os.environ.get(TASKS_ENV):
-        return os.environ[TASKS_ENV]
+        return env_path(TASKS_ENV)
     if not os.environ.get(RUN_ROOTS_ENV) and default_tasks_root().is_dir():
         return str(default_tasks_root())
     return None
@@ -96,5 +123,6 @@ def default_run_roots() -> list[str]:
     Read when the resource is built, not when this module is imported.
     """
     raw = os.environ.get(RUN_ROOTS_ENV, "")
-    roots = [r for r in raw.split(os.pathsep) if r.strip()]
+    base = project_dir()
+    roots = [str(base / Path(r.strip()).expanduser()) for r in raw.split(os.pathsep) if r.strip()]
     return roots or [str(default_run_root())]

@@ -211,6 +211,18 @@ def _utf8_path(p: str, what: str) -> None:
         raise _UsageError(f"{what} {p!r} is not a UTF-8 path") from None
 
 
+NO_TASK_TREE = (
+    "warning: no task tree (--tasks DIR): skills cannot be checked, so with-skill trials "
+    "stay quarantined as unproven"
+)
+
+
+def _warn_no_task_tree() -> None:
+    """One line on stderr, whatever the output format."""
+    sys.stderr.write(f"bf-assets: {NO_TASK_TREE}\n")
+    sys.stderr.flush()
+
+
 def _review(args: argparse.Namespace) -> int:
     for p in args.paths:
         if not Path(p).is_dir():
@@ -226,6 +238,8 @@ def _review(args: argparse.Namespace) -> int:
             raise _UsageError(f"--{flag} {v!r} is not a file")
     if args.workers is not None and args.workers < 1:
         raise _UsageError("--workers must be at least 1")
+    if not args.tasks:
+        _warn_no_task_tree()
     run_cache = _run_cache(args) if args.cache_dir else None
     state = run_cache.state() if run_cache else None
     if run_cache is not None:
@@ -323,7 +337,12 @@ def _release(args: argparse.Namespace) -> int:
         v = getattr(args, flag)
         if v and not Path(v).is_file():
             raise _UsageError(f"--{flag} {v!r} is not a file")
+    from bf_assets.batch.places import default_tasks_root
+    from bf_assets.cli.progress import Phases
     from bf_assets.cli.release import BLOCKED, PUBLISHED, run_release
+
+    if not args.tasks and (args.runs or not default_tasks_root().is_dir()):
+        _warn_no_task_tree()
 
     result = run_release(
         args.runs,
@@ -333,6 +352,7 @@ def _release(args: argparse.Namespace) -> int:
         plan=args.plan,
         quarantine=args.quarantine,
         reread=args.reread,
+        progress=Phases(),
     )
     print(f"release verdict: {result.verdict}")
     if result.read_partitions or result.reused_partitions:

@@ -34,7 +34,7 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ from bf_assets.batch.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
 from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.batch.places import local_tables
 from bf_assets.batch.run import review_context
+from bf_assets.cli.progress import Phases
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
@@ -218,6 +219,7 @@ def run_release(
     quarantine: str | None = None,
     staging_dir: str | None = None,
     reread: bool = False,
+    progress: Phases | None = None,
 ) -> ReleaseResult:
     from bf_assets.batch.places import default_out_dir, default_run_root, default_tasks_root
 
@@ -243,7 +245,9 @@ def run_release(
         # The roots are walked once: every ingest run takes its trials from this walk.  The
         # trials are read and reviewed in worker processes while Dagster starts; the ingest
         # run collects that batch when its trials and options are the same.
-        trials = discover_trials(roots)
+        phases = progress or Phases(enabled=False)
+        with phases.phase("walking the run roots"):
+            trials = discover_trials(roots)
         sizes = Counter(t.job_key for t in trials)
         keys = sorted(sizes)
         options = ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
@@ -273,6 +277,7 @@ def run_release(
                     plan=plan,
                     quarantine=quarantine,
                     staging_dir=staging_dir,
+                    progress=phases,
                 )
         finally:
             cancel_prefetch()
@@ -320,6 +325,7 @@ def _ingest(
     sizes: Mapping[str, int],
     ingest: IngestPlan,
     options: ReviewOptions,
+    on_block: Callable[[Sequence[str]], None] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Run ``ingest_job`` over the job partitions of ``sizes`` (trials per partition) that
     ``ingest`` says to read: one run per block of consecutive partitions of at most
@@ -340,6 +346,8 @@ def _ingest(
             partition_key=block[0] if len(block) == 1 else None,
         )
         ingest.done(block, res.success)
+        if on_block is not None:
+            on_block(block)
         if not res.success and interrupted(res.all_events):
             # SIGINT or SIGTERM during the run: Dagster ended it, and the release stops here
             # (no further run is started; the run's partitions are read again next time)
@@ -380,6 +388,7 @@ def _release(
     plan: str | None,
     quarantine: str | None,
     staging_dir: str | None,
+    progress: Phases,
 ) -> ReleaseResult:
     os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
@@ -422,7 +431,7 @@ def _release(
         ) as release_job,
     ):
         return _ingest_then_release(
-            defs, instance, release_job, roots, pin, sizes, ingest, options, out
+            defs, instance, release_job, roots, pin, sizes, ingest, options, out, progress
         )
 
 
@@ -436,6 +445,7 @@ def _ingest_then_release(
     ingest: IngestPlan,
     options: ReviewOptions,
     out: Path,
+    progress: Phases,
 ) -> ReleaseResult:
     import dagster as dg
 
@@ -451,9 +461,18 @@ def _ingest_then_release(
         ingest.keep_only_materialized(
             instance.get_materialized_partitions(dg.AssetKey(t)) for t in INGEST_TABLES
         )
-    failed, why = _ingest(
-        defs.resolve_job_def("ingest_job"), instance, order, roots, sizes, ingest, options
-    )
+    to_read = sum(sizes[k] for k in ingest.to_read(keys))
+    with progress.phase("reading and reviewing trials", to_read) as advance:
+        failed, why = _ingest(
+            defs.resolve_job_def("ingest_job"),
+            instance,
+            order,
+            roots,
+            sizes,
+            ingest,
+            options,
+            on_block=lambda block: advance(sum(sizes[k] for k in block)),
+        )
     pin.unpin()  # past ingest the walk is not needed: the runs' tables hold the trials
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
@@ -466,7 +485,8 @@ def _ingest_then_release(
         )
         return result
     try:
-        outcome = release_job.call()
+        with progress.phase("dataset review, curation, publish gate and publishing"):
+            outcome = release_job.call()
     except ForkedCallError as exc:
         result.message = f"release_job: {exc}"[:800]
         return result

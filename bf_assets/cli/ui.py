@@ -1,7 +1,8 @@
 """``bf-assets ui``: the Dagster UI for this project.
 
 What ``dg dev`` does here: Dagster's own webserver and ``dagster-daemon run``, on
-``$DAGSTER_HOME``'s instance and the workspace file, as two child processes ended together.
+``$DAGSTER_HOME``'s instance and the workspace file, and the trial page server the UI's
+links open (``--pages-port``), as child processes ended together.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 
 from bf_assets.batch.lifetime import end_with_parent
+from bf_assets.batch.places import PAGES_URL_ENV, local_warehouse
 
 #: How long the children get to shut down after SIGTERM before they are killed.
 STOP_GRACE_S = 20.0
@@ -33,6 +36,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         action="append",
         metavar="FILE",
         help="workspace file (default ./workspace.yaml, else the project's)",
+    )
+    ui.add_argument(
+        "--pages-port",
+        type=int,
+        default=3001,
+        help="port of the trial page server the UI links to (default 3001; 0: none)",
     )
     ui.add_argument("--log-level", default="info", help="Dagster's log level (default info)")
 
@@ -77,7 +86,37 @@ def ui(args: argparse.Namespace) -> int:
                       "-p", str(args.port), *level, *ws],
         "daemon": [_console_script("dagster-daemon"), "run", "--log-level", args.log_level, *ws],
     }  # fmt: skip
+    if args.pages_port and _port_free(args.host, args.pages_port):
+        commands["trial page server"] = pages_server_argv(args.host, args.pages_port)
+        env[PAGES_URL_ENV] = f"http://{_url_host(args.host)}:{args.pages_port}"
+    elif args.pages_port:
+        sys.stderr.write(f"bf-assets ui: port {args.pages_port} is in use: no trial page "
+                         "server (--pages-port N); the UI links the pages as files\n")  # fmt: skip
     return supervise(commands, env)
+
+
+def pages_server_argv(host: str, port: int) -> list[str]:
+    """The trial page server over the local warehouse (:mod:`bf_assets.cli.pages_server`)."""
+    root = str(local_warehouse())
+    return [sys.executable, "-m", "bf_assets.cli.pages_server", "--root", root,
+            "--host", host, "--port", str(port)]  # fmt: skip
+
+
+def _port_free(host: str, port: int) -> bool:
+    """Whether the page server can listen on ``host:port`` now (a taken port would end it,
+    and with it the UI)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _url_host(host: str) -> str:
+    """The host a browser on this machine reaches a server bound to ``host`` at."""
+    return "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
 
 
 def _console_script(name: str) -> str:

@@ -106,7 +106,7 @@ def _blockers(
     parity: ParityReport | None,
     v: MarkdownValues,
 ) -> Iterator[str]:
-    parts = ["## Blockers\n"]
+    parts = ["## Blockers: what stops the release\n"]
     ds = [f for f in coverage.findings if f.severity == Severity.BLOCKER]
     trial_rows: list[tuple[str, str, str]] = []
     by_check: dict[str, set[TrialKey]] = defaultdict(set)
@@ -129,7 +129,7 @@ def _blockers(
         yield parts[0] + "\nNo blockers.\n"
         return
     if ds:
-        parts.append("\n### Dataset level\n")
+        parts.append("\n### Dataset-level blockers\n")
         parts.extend(f"- {v.code(f.check)}: {v.text(f.message)}" for f in ds)
         parts.append("")
     if pblock:
@@ -189,7 +189,7 @@ def _coverage(
     ratio = coverage.coverage_ratio
     floor = coverage.min_coverage
     name = coverage.plan.name if coverage.plan is not None else None
-    yield "## Coverage\n"
+    yield "## Coverage: the planned runs found\n"
     yield (
         (
             f"Plan **{v.text(name)}**."
@@ -265,7 +265,7 @@ def _coverage(
         yield ("")
     counts = Counter(verdicts.get(trial_key(r), r.verdict) for r in reviews if is_model_trial(r))
     yield (
-        "\n### Held out\n\nEffective verdicts of model trials: "
+        "\n### Held out of the export\n\nEffective verdicts of model trials: "
         + (", ".join(f"{v.text(k)} {n}" for k, n in sorted(counts.items())) or "none")
         + ".\n"
     )
@@ -291,7 +291,7 @@ def _evidence(
     unmatched: Sequence[QuarantineEntry],
     v: MarkdownValues,
 ) -> str:
-    parts = ["## Evidence\n", "Run roots:\n"]
+    parts = ["## Evidence: what was reviewed, and how to reproduce it\n", "Run roots:\n"]
     parts.extend(f"- {v.code(r)}" for r in roots)
     n_files = sum(len(r.files) for r in reviews)
     size = sum(f.size or 0 for r in reviews for f in r.files)
@@ -415,7 +415,7 @@ def _residual(
     parity: ParityReport | None,
     v: MarkdownValues,
 ) -> str:
-    parts = ["## Residual risk\n"]
+    parts = ["## Residual risk: what this review cannot rule out\n"]
     parts.extend(f"- {r}" for r in RESIDUAL_RISK)
     tasks = sorted(
         {r.identity.task_id for r in reviews if is_model_trial(r) and r.identity.task_id}
@@ -501,7 +501,7 @@ def report_parts(
     yield _evidence(reviews, roots, command, parity, verdicts, unmatched, v)
     yield "\n"
     yield _residual(coverage, reviews, parity, v)
-    yield f"\n## Verdict\n\n**{v.text(release_verdict)}**\n"
+    yield f"\n## Verdict: may this dataset be published?\n\n**{v.text(release_verdict)}**\n"
     if assessment is not None and assessment.reasons:
         yield "\n" + _reasons(assessment, v)
 

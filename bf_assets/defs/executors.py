@@ -1,9 +1,16 @@
-"""The executor of the code location, chosen by ``$BF_EXECUTOR`` when the module is imported.
+"""The executor of the code location.
+
+By default each run chooses in its run config (``dg.multi_or_in_process_executor``):
+``execution: config: multiprocess: {max_concurrent: N}`` (the default: one subprocess per
+step) or ``execution: config: in_process: {}`` (every step in the run's process).  A
+deployment that spreads steps over machines names its engine in ``$BF_EXECUTOR`` (read when
+the definitions load, the same in every process of the deployment):
 
 ========================  ===================================================================
 ``BF_EXECUTOR``           executor
 ========================  ===================================================================
-``multiprocess`` (unset)  ``dg.multiprocess_executor``: one subprocess per step (Dagster's
+(unset)                   ``dg.multi_or_in_process_executor``: chosen per run (above)
+``multiprocess``          ``dg.multiprocess_executor``: one subprocess per step (Dagster's
                           default; tune per run with ``execution: config: max_concurrent: N``)
 ``in_process``            ``dg.in_process_executor``: every step in the run worker process
 ``celery``                ``dagster_celery.celery_executor``: each step is a Celery task picked
@@ -117,9 +124,13 @@ def k8s_executor_def() -> dg.ExecutorDefinition:
 
 
 def select_executor(name: str | None = None) -> dg.ExecutorDefinition:
-    """The executor named by ``name``, else ``$BF_EXECUTOR``, else ``multiprocess``."""
+    """The executor named by ``name``, else ``$BF_EXECUTOR``, else the one each run's config
+    chooses (``dg.multi_or_in_process_executor``, multiprocess unless the run says
+    ``in_process``)."""
     choice = (name if name is not None else os.environ.get(EXECUTOR_ENV, "")).strip().lower()
-    choice = choice.replace("-", "_") or "multiprocess"
+    choice = choice.replace("-", "_")
+    if not choice:
+        return dg.multi_or_in_process_executor
     if choice == "multiprocess":
         return dg.multiprocess_executor
     if choice == "in_process":
@@ -129,5 +140,6 @@ def select_executor(name: str | None = None) -> dg.ExecutorDefinition:
     if choice == "k8s":
         return k8s_executor_def()
     raise ValueError(
-        f"{EXECUTOR_ENV}={choice!r} is not one of {', '.join(EXECUTORS)} (default multiprocess)"
+        f"{EXECUTOR_ENV}={choice!r} is not one of {', '.join(EXECUTORS)} "
+        "(unset: each run's config chooses multiprocess or in_process)"
     )

@@ -50,6 +50,12 @@ def _counts(values: Mapping[str, int], vocabulary: type | None = None) -> dict[s
     return out
 
 
+def numeric_counts(prefix: str, counts: Mapping[str, int]) -> Meta:
+    """One int metadata entry per value (``<prefix>/<value>``): numbers the UI plots over
+    materializations, where a JSON blob is only text."""
+    return {f"{prefix}/{k}": dg.MetadataValue.int(int(n)) for k, n in counts.items()}
+
+
 def _n_read_findings(raw: pd.DataFrame) -> int:
     return sum(len(orjson.loads(s)) for s in raw["read_findings"].dropna() if s)
 
@@ -108,6 +114,8 @@ def _reviewed_meta(
             "raw_rows": dg.MetadataValue.int(raw_rows),
             "by_outcome": dg.MetadataValue.json(_counts(summary["by_outcome"], Outcome)),
             "by_verdict": dg.MetadataValue.json(_counts(summary["by_verdict"], Verdict)),
+            **numeric_counts("outcome", _counts(summary["by_outcome"], Outcome)),
+            **numeric_counts("verdict", _counts(summary["by_verdict"], Verdict)),
             "healthy": dg.MetadataValue.int(summary["healthy"]),
             "training_ready": dg.MetadataValue.int(summary["training_ready"]),
             "release_verdict": dg.MetadataValue.text(summary["release_verdict"]),

@@ -3,11 +3,13 @@
 The pages are written by the same core function as ``bf-assets show``
 (:func:`bf_assets.pages.site.write_pages`), cleaned like the export, into
 ``<warehouse>/<run roots>/report/pages/`` beside the review report; the materialization's metadata links
-the index (a path and a ``file://`` URL: one click in the UI opens it).
+the index: a path, and a URL the UI opens (on the trial page server of ``bf-assets ui``,
+else a ``file://`` URL).
 """
 
 import dagster as dg
 
+from bf_assets.batch.places import pages_url
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.conventions import code_version, owners
 from bf_assets.defs.resources import RunRoots, local_warehouse
@@ -44,7 +46,7 @@ def trial_pages(
     return dg.MaterializeResult(
         metadata={
             "index": dg.MetadataValue.path(str(res.index)),
-            "index_url": dg.MetadataValue.url(res.index.resolve().as_uri()),
+            "index_url": dg.MetadataValue.url(pages_url(res.index) or res.index.resolve().as_uri()),
             "pages": dg.MetadataValue.int(res.n_pages),
             "quarantined": dg.MetadataValue.int(n_q),
             "rejected": dg.MetadataValue.int(n_r),

@@ -15,6 +15,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.conventions import code_version, owners, published_metadata
 from bf_assets.defs.io_managers import SOURCE_ATTR, PartitionTables
-from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
+from bf_assets.defs.resources import RunRoots, default_out_dir, env_path, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
 from bf_assets.publish.local import LocalFolderTarget, StagedRelease, check_targets
@@ -41,18 +42,29 @@ from bf_assets.publish.verify import GateReport, verify_bundle
 PUBLISH_DIR_ENV = "BF_PUBLISH_DIR"
 STAGING_DIR_ENV = "BF_STAGING_DIR"
 HUB_REPO_ENV = "BF_HUB_REPO"
+TOKEN_ENV = "HF_TOKEN"  # bf_assets.publish.hub.TOKEN_ENV (not imported: huggingface_hub is slow)
 ALL_PARTITIONS = {"allow_missing_partitions": True}
+
+#: The nightly release (``release_schedule``, 03:00 UTC) has published by 06:00 UTC: the
+#: asset is stale when its last materialization is more than a day old at that hour.
+RELEASE_FRESHNESS = dg.FreshnessPolicy.cron(
+    deadline_cron="0 6 * * *", lower_bound_delta=timedelta(hours=24), timezone="UTC"
+)
 
 
 def _env(name: str, default: str | None) -> str | None:
     return os.environ.get(name) or default
 
 
+def _env_path(name: str, default: str) -> str:
+    return env_path(name) or default
+
+
 def default_staging_dir() -> str:
     """``$BF_STAGING_DIR``, else ``staging/`` in a local ``$BF_WAREHOUSE``, else
     ``data/warehouse/staging``: bundles are derived data, like the warehouse tables."""
     if os.environ.get(STAGING_DIR_ENV):
-        return os.environ[STAGING_DIR_ENV]
+        return _env_path(STAGING_DIR_ENV, "")
     return str(local_warehouse() / "staging")
 
 
@@ -81,11 +93,12 @@ class ReleasePublishError(PublishError):
 class PublishTarget(dg.ConfigurableResource):
     """Where releases go: always a local folder, and a Hub dataset repo when ``hub_repo`` is set.
 
-    The Hub token is read from ``HF_TOKEN`` at publish time only; it is never a field here.
+    The Hub token is ``hf_token``, set in the code location as ``dg.EnvVar("HF_TOKEN")`` (the
+    UI shows the variable's name, never its value); unset, ``HF_TOKEN`` is read at publish time.
     """
 
     out_dir: str = Field(
-        default_factory=lambda: _env(PUBLISH_DIR_ENV, str(default_out_dir())),
+        default_factory=lambda: _env_path(PUBLISH_DIR_ENV, str(default_out_dir())),
         description=f"Local dataset folder (default ${PUBLISH_DIR_ENV} or data/published).",
     )
     staging_dir: str = Field(
@@ -96,6 +109,10 @@ class PublishTarget(dg.ConfigurableResource):
     hub_repo: str | None = Field(
         default_factory=lambda: _env(HUB_REPO_ENV, None),
         description=f"Hub dataset repo id (default ${HUB_REPO_ENV}); none = local only.",
+    )
+    hf_token: str | None = Field(
+        default=None,
+        description=f"Hub write token: dg.EnvVar({TOKEN_ENV!r}); unset = ${TOKEN_ENV} at publish.",
     )
     private: bool = Field(default=True, description="Create the Hub repo private.")
     endpoint: str | None = Field(default=None, description="Hub endpoint (default the Hub).")
@@ -128,12 +145,13 @@ class PublishTarget(dg.ConfigurableResource):
             endpoint=self.endpoint,
             max_attempts=self.hub_max_attempts,
             backoff_s=self.hub_backoff_s,
+            token=self.hf_token,
         )
 
     def check(self) -> None:
         """Every target's preconditions (token, repo id, a writable folder), before anything
         is written to any of them (raises ``PublishError``)."""
-        check_targets(self.out_dir, self.hub_repo)
+        check_targets(self.out_dir, self.hub_repo, token=self.hf_token)
 
     def publish(self, bundle_dir: Path, tag: str) -> list[PublishResult]:
         """Hub first, local last: the local release is written and checked beside the
@@ -292,6 +310,7 @@ def verified_index(
     owners=owners(),
     code_version=code_version(__name__),
     metadata=published_metadata(),
+    freshness_policy=RELEASE_FRESHNESS,
 )
 def published_dataset(
     context: dg.AssetExecutionContext,

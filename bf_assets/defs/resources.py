@@ -20,6 +20,7 @@ from bf_assets.batch.places import (  # re-exported: where the project's files l
     default_run_roots,
     default_tasks_dir,
     default_tasks_root,
+    env_path,
     local_tables,
     local_warehouse,
     namespaced_warehouse,
@@ -43,6 +44,7 @@ __all__ = [
     "default_run_roots",
     "default_tasks_dir",
     "default_tasks_root",
+    "env_path",
     "local_tables",
     "local_warehouse",
     "namespaced_warehouse",
@@ -67,11 +69,11 @@ class RunRoots(dg.ConfigurableResource):
         description=f"Directory of task definitions (instruction, skills). Default: ${TASKS_ENV}.",
     )
     plan_path: str | None = Field(
-        default_factory=lambda: os.environ.get(PLAN_ENV) or None,
+        default_factory=lambda: env_path(PLAN_ENV),
         description=f"Experiment plan (plan.yaml). Default: ${PLAN_ENV}.",
     )
     quarantine_path: str | None = Field(
-        default_factory=lambda: os.environ.get(QUARANTINE_ENV) or None,
+        default_factory=lambda: env_path(QUARANTINE_ENV),
         description=f"Quarantine registry (quarantine.yaml). Default: ${QUARANTINE_ENV}.",
     )
 

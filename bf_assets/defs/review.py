@@ -11,6 +11,7 @@ same core the CLI uses, so the UI and ``bf-assets review`` agree; the UI's copy 
 report is written by the same code that writes the one inside a release.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from bf_assets.batch.places import pages_url
+from bf_assets.contract import Verdict
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.memory import trim
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
@@ -31,7 +34,7 @@ from bf_assets.defs.conventions import (
     column_schema,
     owners,
 )
-from bf_assets.defs.ingest import PARQUET_IO
+from bf_assets.defs.ingest import PARQUET_IO, numeric_counts
 from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.review.record import TrialReview
@@ -204,6 +207,7 @@ def _parity(ds: DatasetReview) -> dg.Output[pd.DataFrame]:
 # The report in the asset's metadata (the UI shows it; every event is kept in the instance):
 # whole up to this many characters, else its head and where the whole report is.
 REPORT_METADATA_CHARS = 100_000
+PAGES_INDEX = "pages/index.html"  # the trial pages' index beside the report
 
 
 def report_excerpt(md_path: Path, limit: int = REPORT_METADATA_CHARS) -> str:
@@ -217,13 +221,26 @@ def report_excerpt(md_path: Path, limit: int = REPORT_METADATA_CHARS) -> str:
     return head + f"\n_… the report goes on: the whole of it is `{md_path}` (report_path)._\n"
 
 
+def ui_links(text: str, md_path: Path) -> str:
+    """The report as the UI shows it: its link to the trial pages (relative in the file)
+    made an address of the trial page server when ``bf-assets ui`` runs one."""
+    url = pages_url(md_path.parent / PAGES_INDEX)
+    return text.replace(f"]({PAGES_INDEX})", f"]({url})") if url else text
+
+
+def _verdict_counts(ds: DatasetReview) -> dict[str, int]:
+    """Trials per verdict after coverage and quarantine, every verdict present."""
+    seen = Counter(str(t.verdict) for t in ds.trials)
+    return {str(v): seen.get(str(v), 0) for v in Verdict}
+
+
 def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Output[DatasetReview]:
     md_path, js_path = report_files(
         ds,
         report_dir,
         run_roots.report_context(),
         clean=False,
-        links=[("Trial review pages (trial_pages)", "pages/index.html")],
+        links=[("Trial review pages (trial_pages)", PAGES_INDEX)],
     )
     decision = ds.decision
     return dg.Output(
@@ -236,8 +253,10 @@ def _report(ds: DatasetReview, run_roots: RunRoots, report_dir: Path) -> dg.Outp
             "excluded_by_reason": dg.MetadataValue.json(
                 {k: v for k, v in decision.counts().items() if k != "exported"}
             ),
+            **numeric_counts("decision", ds.decision.counts()),
+            **numeric_counts("verdict", _verdict_counts(ds)),
             "summary": dg.MetadataValue.json(ds.summary()),
-            "report": dg.MetadataValue.md(report_excerpt(md_path)),
+            "report": dg.MetadataValue.md(ui_links(report_excerpt(md_path), md_path)),
             "report_path": dg.MetadataValue.path(str(md_path)),
             "report_json": dg.MetadataValue.path(str(js_path)),
         },

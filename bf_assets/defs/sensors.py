@@ -78,6 +78,9 @@ def run_key(job: JobDir) -> str:
 @dg.sensor(
     job=ingest_job,
     minimum_interval_seconds=30,
+    # On from the start: a fresh instance registers the job directories as partitions at
+    # the daemon's first tick, so "Materialize all" has partitions to run.
+    default_status=dg.DefaultSensorStatus.RUNNING,
     description="Registers new Benchflow job directories as partitions and requests an "
     "ingest run whenever a job directory's trials change.",
 )

@@ -279,8 +279,10 @@ class HubTarget:
         request_timeout_s: float = 120.0,
         deadline_s: float = 3600.0,
         sleep: Callable[[float], None] = time.sleep,
+        token: str | None = None,
     ) -> None:
         self.repo_id = repo_id
+        self._given_token = token  # else HF_TOKEN at check time
         self.private = private
         self.endpoint = endpoint.rstrip("/") if endpoint else None
         self.max_attempts = max(1, max_attempts)
@@ -612,9 +614,9 @@ class HubTarget:
     # ------------------------------------------------------------------ publish
 
     def check(self) -> str:
-        """The preconditions, before anything is written anywhere: a token in the
-        environment and a well-formed repo id.  Returns the token."""
-        token = os.environ.get(TOKEN_ENV)
+        """The preconditions, before anything is written anywhere: a token (given, else in
+        the environment) and a well-formed repo id.  Returns the token."""
+        token = self._given_token or os.environ.get(TOKEN_ENV)
         if not token:
             raise PublishError(
                 f"{TOKEN_ENV} is not set: a write token is needed to publish to the Hub"

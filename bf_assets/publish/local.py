@@ -318,7 +318,7 @@ class StagedRelease:
                 shutil.rmtree(final, ignore_errors=True)
 
 
-def check_targets(out: str | Path, hub_repo: str | None) -> None:
+def check_targets(out: str | Path, hub_repo: str | None, *, token: str | None = None) -> None:
     """Every publish precondition, before any work starts: a writable output folder and,
     with ``hub_repo``, a token in ``HF_TOKEN`` and a valid repo id (raises
     :class:`PublishError`)."""
@@ -326,4 +326,4 @@ def check_targets(out: str | Path, hub_repo: str | None) -> None:
     if hub_repo:
         from bf_assets.publish.hub import HubTarget
 
-        HubTarget(hub_repo).check()
+        HubTarget(hub_repo, token=token).check()
