@@ -336,6 +336,8 @@ def _prefix_split(token: str) -> tuple[str, str] | None:
     return prefix, body
 
 
+# a calendar date written as digits (``20260602``): a piece of an id with a clock in it
+_DATE_PIECE = _rx(r"(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 _DIGEST_LENGTHS = frozenset((*range(7, 13), 16, 20, 32, 40, 56, 64, 96, 128))
 
 
@@ -374,8 +376,11 @@ def token_is_credential(token: str) -> bool:
         return cred
     hexy = bool(_HEX.fullmatch(core))
     if hexy:  # a hex body is a key after a code (short, or with a digit) or a credential word
-        if any(p.isdigit() and len(p) >= 10 for p in re.split(r"[_\-]+", body)):
-            return False  # ``name-<timestamp>-<hex>``: an id with a clock in it
+        if any(
+            (p.isdigit() and len(p) >= 10) or _DATE_PIECE.fullmatch(p)
+            for p in re.split(r"[_\-]+", token)
+        ):
+            return False  # ``name-<timestamp>-<hex>``, ``name_<yyyymmdd>_<hhmmss>_<hex>``: an id with a clock in it
         # after a word (``build-``, ``commit-``), a digest's length is a digest
         code = len(words[0]) <= 4 or any(c.isdigit() for c in prefix)
         code = code or not any(c in "aeiouy" for c in words[0])
