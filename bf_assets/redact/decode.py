@@ -29,6 +29,7 @@ from __future__ import annotations
 import binascii
 import html
 import re
+import string
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 
@@ -44,7 +45,8 @@ __all__ = [
 
 MAX_DEPTH = 3  # a decoding of a decoding of a decoding
 MAX_VIEWS = 12  # views of one text, at all depths
-CONTEXT = 1024  # characters around a decoded stretch that a finder sees in a view
+CONTEXT = 64  # characters around a decoded stretch that a finder sees in a view (then
+# widened to the line before and the line's end)
 LINE_REACH = 2048  # a window is widened to a line's end when one is this close
 MIN_BASE64 = 24  # characters of a base64 run worth decoding
 MIN_BINARY_RUN = 16  # printable ASCII bytes of a binary payload scanned as text
@@ -65,9 +67,14 @@ _INLINE_MARK = (
 )
 _B64_MARK = r"[A-Za-z0-9+/_-]{24}"
 _TOKEN_CHARS = r"[A-Za-z0-9_+/=.-]"
-_JOIN_MARK = _TOKEN_CHARS + r"{6}\\?\r?\n"
+# a line break after six token characters (a ``\`` between them allowed), found from the
+# break: a search runs at the speed of a search for the character
+_JOIN_MARK = (
+    r"\n(?:"
+    + "|".join(rf"(?<={_TOKEN_CHARS}{{6}}{brk})" for brk in (r"\n", r"\r\n", r"\\\n", r"\\\r\n"))
+    + ")"
+)
 _QUOTE_MARK = r"(?:^|\n)[ \t]*>"
-_ANY_MARK = re.compile("|".join((_INLINE_MARK, _B64_MARK, _JOIN_MARK, _QUOTE_MARK)))
 _MARKS: dict[str, re.Pattern[str]] = {
     "inline": re.compile(_INLINE_MARK),
     "base64": re.compile(_B64_MARK),
@@ -164,6 +171,8 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
     n = len(text)
     if s > 0:
         nl = text.rfind("\n", max(0, s - LINE_REACH), s)
+        if nl > 0:  # the line before too: a rule's keyword may be there
+            nl = text.rfind("\n", max(0, nl - LINE_REACH), nl)
         if nl >= 0:
             s = nl + 1
         else:
@@ -252,7 +261,7 @@ class _Builder:
 # --------------------------------------------------------------------------- inline codes
 
 _INLINE = re.compile(
-    r"(?P<pct>(?:%[0-9A-Fa-f]{2})+)"
+    r"(?=[%\\&<])(?:(?P<pct>(?:%[0-9A-Fa-f]{2})+)"
     r"|(?P<hex>(?:\\x[0-9A-Fa-f]{2})+)"
     r"|\\u(?P<hi>[dD][89abAB][0-9A-Fa-f]{2})\\u(?P<lo>[dD][c-fC-F][0-9A-Fa-f]{2})"
     r"|\\u(?P<u4>[0-9A-Fa-f]{4})"
@@ -260,7 +269,7 @@ _INLINE = re.compile(
     r"|\\u\{(?P<ub>[0-9A-Fa-f]{1,6})\}"
     r"|\\(?P<simple>[nrt\"'\\/])"
     r"|(?P<ent>&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});)"
-    r"|(?P<br><[bB][rR][ \t]*/?>)"
+    r"|(?P<br><[bB][rR][ \t]*/?>))"
 )
 _SIMPLE = {"n": "\n", "r": "\r", "t": "\t"}
 
@@ -276,8 +285,14 @@ def _bytes_run(b: _Builder, data: bytes, start: int, width: int) -> None:
             pos += width
             continue
         w = width * len(ch.encode("utf-8"))
-        b.atom(ch, pos, pos + w)
+        b.atom(ch, pos, pos + w, quiet=_control(ch))
         pos += w
+
+
+def _control(ch: str) -> bool:
+    """A control character (a terminal's colour escape): part of no token, no separator a
+    rule looks for."""
+    return ch < " " and ch not in "\n\r\t" or "\x7f" <= ch <= "\x9f"
 
 
 def _chr(code: int) -> str | None:
@@ -308,7 +323,7 @@ def _inline_view(text: str, parent: View | None, kind: str) -> View | None:
             if ch is None:
                 b.copy(s, e)
             else:
-                b.atom(ch, s, e)
+                b.atom(ch, s, e, quiet=_control(ch))
         elif g == "simple":
             c = m.group("simple")
             b.atom(_SIMPLE.get(c, c), s, e, quiet=True)
@@ -327,7 +342,8 @@ def _inline_view(text: str, parent: View | None, kind: str) -> View | None:
 # --------------------------------------------------------------------------- base64
 
 _B64_RUN = re.compile(
-    r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{" + str(MIN_BASE64) + r",}={0,2}"
+    r"(?<![A-Za-z0-9+/_-])(?![0-9a-fA-F-]+(?![A-Za-z0-9+/_=-]))"  # not a digest, a UUID
+    r"[A-Za-z0-9+/_-]{" + str(MIN_BASE64) + r",}={0,2}"
     r"(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/_-]{4,}={0,2})*"
 )
 _B64_SEP = re.compile(r"\r?\n|\\r\\n|\\n")
@@ -336,7 +352,17 @@ _UUID_LIKE = re.compile(r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}")
 _URLSAFE = str.maketrans("-_", "+/")
 _NONPRINTING = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffd]")
 _BINARY_RUN = re.compile(rb"[\t\x20-\x7e]{%d,}" % MIN_BINARY_RUN)
+_DROP_ASCII_LEADS = str.maketrans("", "", string.ascii_uppercase + "abcdef")
+MIN_BINARY_BLOB = 128  # characters of a shorter run are decoded only when they can be text
 _WRAP_WIDTH = 40  # a base64 line at least this long, a multiple of 4, may continue
+
+
+def _ascii_leads(chunk: str) -> bool:
+    """Whether ``chunk`` can be the base64 of (mostly) ASCII text: each 4-character group's
+    first character then encodes a byte's top six bits, below 32 (``A``-``Z``, ``a``-``f``)."""
+    leads = chunk[::4]
+    bad = len(leads.translate(_DROP_ASCII_LEADS))
+    return bad * 10 <= len(leads)
 
 
 def _decode_line(chunk: str) -> bytes | None:
@@ -384,6 +410,8 @@ def _decoded_blob(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, by
         one = text[lines[0][0] : lines[0][1]]
         if _HEX_ONLY.fullmatch(one) or _UUID_LIKE.search(one):
             return None  # a digest or an id: decodes to nothing readable
+        if size < MIN_BINARY_BLOB and not _ascii_leads(one):
+            return None  # too short for a binary payload, and not the base64 of a text
     out = []
     for ls, le in lines:
         data = _decode_line(text[ls:le])
@@ -399,8 +427,9 @@ def _base64_view(text: str, parent: View | None, kind: str) -> View | None:
     b = _Builder(text)
     last = 0
     for m in _B64_RUN.finditer(text):
-        if m.end() - m.start() < MIN_BASE64:
-            continue
+        run = m.group(0)
+        if len(run) < MIN_BINARY_BLOB and "\n" not in run and not _ascii_leads(run):
+            continue  # one short line that cannot be the base64 of a text
         for lines in _blobs(text, m.start(), m.end()):
             decoded = _decoded_blob(text, lines)
             if decoded is None:
@@ -496,7 +525,7 @@ def _quote_view(text: str, parent: View | None, kind: str) -> View | None:
     return b.view(kind, parent)
 
 
-_JOIN = re.compile(_TOKEN_CHARS + r"{6,}(?P<cont>\\?)\r?\n")
+_JOIN = re.compile(r"(?<![A-Za-z0-9_+/=.-])" + _TOKEN_CHARS + r"{6,}(?P<cont>\\?)\r?\n")
 _TOKEN = re.compile(_TOKEN_CHARS + r"+")
 _LEAD = re.compile(r"[ \t]*(?:(?:>|#|//)[ \t]*)*")
 _DIGITS = str.maketrans("0123456789", "0000000000")
@@ -504,20 +533,21 @@ _TOKEN_CHAR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _PREFIX_SPAN = 200  # how much of two lines is compared for a shared log prefix
 
 
+_CLASSES = str.maketrans(
+    string.ascii_lowercase + string.ascii_uppercase + string.digits + "_-",
+    "a" * 26 + "A" * 26 + "0" * 10 + "__",
+    "+/=.",
+)
+
+
 def _random_looking(token: str) -> bool:
     """A token that mixes character classes the way a key's random part does (a word, a
     capitalised word or a number does not)."""
-    lower = upper = digit = other = False
-    for i, ch in enumerate(token):
-        if ch.islower():
-            lower = True
-        elif ch.isupper():
-            upper = upper or i > 0
-        elif ch.isdigit():
-            digit = True
-        elif ch in "_-":
-            other = True
-    return lower + upper + digit + other >= 2
+    classes = set(token[1:].translate(_CLASSES))
+    first = token[:1].translate(_CLASSES)
+    if first and first != "A":
+        classes.add(first)
+    return len(classes) >= 2
 
 
 def _continuation(text: str, line1: int, brk: int, line2: int) -> int | None:
@@ -561,8 +591,8 @@ def _join_view(text: str, parent: View | None, kind: str) -> View | None:
         brk = m.start("cont")
         token = text[m.start() : brk]
         tail = token[max(token.rfind("="), token.rfind(".")) + 1 :] or token
-        if not _random_looking(tail):
-            continue
+        if not _random_looking(tail) or _HEX_ONLY.fullmatch(tail):
+            continue  # a word, a number, a digest
         line1 = text.rfind("\n", 0, m.start()) + 1
         at = _continuation(text, line1, brk, m.end())
         if at is None:
@@ -585,11 +615,28 @@ _BUILDERS: dict[str, Callable[[str, View | None, str], View | None]] = {
 _KINDS = tuple(_BUILDERS)
 
 
+def _marked_kinds(text: str) -> list[str]:
+    """The decodings whose markers ``text`` holds: a character test for each, and a regex
+    search only where the character occurs (the base64 one always: one search)."""
+    kinds = []
+    if ("%" in text or "\\" in text or "&" in text or "<" in text) and _MARKS["inline"].search(
+        text
+    ):
+        kinds.append("inline")
+    if len(text) >= MIN_BASE64 and _MARKS["base64"].search(text):
+        kinds.append("base64")
+    if ">" in text and _MARKS["quote"].search(text):
+        kinds.append("quote")
+    if "\n" in text and _MARKS["join"].search(text):
+        kinds.append("join")
+    return kinds
+
+
 def decoded_views(text: str, max_depth: int = MAX_DEPTH) -> list[View]:
     """The decoded views of ``text`` worth scanning (none without a marker of an encoding)."""
-    if not text or not _ANY_MARK.search(text):
+    kinds = _marked_kinds(text) if text else []
+    if not kinds:
         return []
-    kinds = [k for k in _KINDS if _MARKS[k].search(text)]
     out: list[View] = []
     _views_of(text, None, kinds, 1, max_depth, out)
     return out
@@ -613,17 +660,24 @@ def _views_of(
         out.append(view)
         if depth >= max_depth:
             continue
-        nested = [
-            k
-            for k in _KINDS
-            if any(
-                _MARKS[k].search(view.text, max(0, s - _NEST_MARGIN[k]), e + _NEST_MARGIN[k])
-                for s, e in view.regions
-                if e > s
-            )
-        ]
+        nested = [k for k in _KINDS if _marked_near(view, k)]
         if nested:
             _views_of(view.text, view, nested, depth + 1, max_depth, out)
+
+
+def _marked_near(view: View, kind: str) -> bool:
+    """Whether ``kind``'s marker occurs near what ``view`` decoded."""
+    margin = _NEST_MARGIN[kind]
+    rx = _MARKS[kind]
+    end = -1
+    for s, e in view.regions:
+        if e <= s or e + margin <= end:
+            continue
+        lo = max(s - margin, end, 0)
+        end = e + margin
+        if rx.search(view.text, lo, end):
+            return True
+    return False
 
 
 def spans_through_decodings(text: str, find: Callable[[str], Sequence[Span]]) -> list[Span]:
