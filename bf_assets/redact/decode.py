@@ -65,7 +65,7 @@ _INLINE_MARK = (
     r"|&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
     r"|<[bB][rR][ \t]*/?>"
 )
-_B64_MARK = r"[A-Za-z0-9+/_-]{24}"
+_B64_MARK = r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24}"
 _TOKEN_CHARS = r"[A-Za-z0-9_+/=.-]"
 # a line break after six token characters (a ``\`` between them allowed), found from the
 # break: a search runs at the speed of a search for the character
@@ -342,8 +342,7 @@ def _inline_view(text: str, parent: View | None, kind: str) -> View | None:
 # --------------------------------------------------------------------------- base64
 
 _B64_RUN = re.compile(
-    r"(?<![A-Za-z0-9+/_-])(?![0-9a-fA-F-]+(?![A-Za-z0-9+/_=-]))"  # not a digest, a UUID
-    r"[A-Za-z0-9+/_-]{" + str(MIN_BASE64) + r",}={0,2}"
+    r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{" + str(MIN_BASE64) + r",}={0,2}"
     r"(?:(?:\r?\n|\\r\\n|\\n)[A-Za-z0-9+/_-]{4,}={0,2})*"
 )
 _B64_SEP = re.compile(r"\r?\n|\\r\\n|\\n")
@@ -424,16 +423,20 @@ def _decoded_blob(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, by
 def _base64_view(text: str, parent: View | None, kind: str) -> View | None:
     """Every base64 blob that decodes to text replaced by the text; a binary payload by its
     printable ASCII runs (one a line)."""
-    b = _Builder(text)
+    b: _Builder | None = None  # made for the first blob worth decoding (most texts have none)
     last = 0
     for m in _B64_RUN.finditer(text):
         run = m.group(0)
+        if run.islower() or run.isupper():
+            continue  # a path, a name, a constant, a digest, a UUID: base64 mixes cases
         if len(run) < MIN_BINARY_BLOB and "\n" not in run and not _ascii_leads(run):
             continue  # one short line that cannot be the base64 of a text
         for lines in _blobs(text, m.start(), m.end()):
             decoded = _decoded_blob(text, lines)
             if decoded is None:
                 continue
+            if b is None:
+                b = _Builder(text)
             first = lines[0][0]
             b.copy(last, first)
             before = b.n
@@ -441,7 +444,7 @@ def _base64_view(text: str, parent: View | None, kind: str) -> View | None:
             if b.n == before:
                 b.copy(first, lines[-1][1])  # nothing readable: the blob as it is
             last = lines[-1][1]
-    if not b.regions:
+    if b is None or not b.regions:
         return None
     b.copy(last, len(text))
     return b.view(kind, parent)
@@ -534,15 +537,15 @@ _PREFIX_SPAN = 200  # how much of two lines is compared for a shared log prefix
 
 
 _CLASSES = str.maketrans(
-    string.ascii_lowercase + string.ascii_uppercase + string.digits + "_-",
-    "a" * 26 + "A" * 26 + "0" * 10 + "__",
-    "+/=.",
+    string.ascii_lowercase + string.ascii_uppercase + string.digits,
+    "a" * 26 + "A" * 26 + "0" * 10,
+    "_-+/=.",
 )
 
 
 def _random_looking(token: str) -> bool:
-    """A token that mixes character classes the way a key's random part does (a word, a
-    capitalised word or a number does not)."""
+    """A token that mixes letters of both cases or letters and digits, the way a key's
+    random part does (a word, a capitalised word, a snake_case name or a number does not)."""
     classes = set(token[1:].translate(_CLASSES))
     first = token[:1].translate(_CLASSES)
     if first and first != "A":
@@ -616,15 +619,15 @@ _KINDS = tuple(_BUILDERS)
 
 
 def _marked_kinds(text: str) -> list[str]:
-    """The decodings whose markers ``text`` holds: a character test for each, and a regex
-    search only where the character occurs (the base64 one always: one search)."""
+    """The decodings whose markers ``text`` may hold: a character test for each, and a
+    regex search only where the character occurs (base64: its builder's search for runs)."""
     kinds = []
     if ("%" in text or "\\" in text or "&" in text or "<" in text) and _MARKS["inline"].search(
         text
     ):
         kinds.append("inline")
-    if len(text) >= MIN_BASE64 and _MARKS["base64"].search(text):
-        kinds.append("base64")
+    if len(text) >= MIN_BASE64:
+        kinds.append("base64")  # its builder's one search is its marker's
     if ">" in text and _MARKS["quote"].search(text):
         kinds.append("quote")
     if "\n" in text and _MARKS["join"].search(text):
