@@ -49,7 +49,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from bf_assets.redact.decode import decoded_views
+from bf_assets.redact.decode import iter_decoded_views
 
 KEYWORD_TYPE = "Secret Keyword"
 
@@ -198,13 +198,13 @@ def _hits(text: str) -> list[str]:
 def detect(text: str) -> list[str]:
     """The detect-secrets secret types found in ``text`` (one entry per hit, no values),
     and, marked ``(decoded)``, those found only in its decoded views
-    (:func:`bf_assets.redact.decode.decoded_views`: URL encoding, escapes, HTML entities,
+    (:func:`bf_assets.redact.decode.iter_decoded_views`: URL encoding, escapes, HTML entities,
     base64, quoted or wrapped lines), so that an encoded secret blocks a release too."""
     if not text or len(text) < 8:
         return []
     out = _hits(text)
     seen = set(out)
-    for view in decoded_views(text):
+    for view in iter_decoded_views(text):
         for ws, we in view.windows():
             for hit in _hits(view.text[ws:we]):
                 if hit not in seen:

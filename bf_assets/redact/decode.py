@@ -30,8 +30,9 @@ import binascii
 import html
 import re
 import string
+from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from bf_assets.redact.engine import Span, merge_spans
 
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_VIEWS",
     "View",
     "decoded_views",
+    "iter_decoded_views",
     "spans_through_decodings",
 ]
 
@@ -200,11 +202,12 @@ class _Builder:
         self.src = src
         self.parts: list[str] = []
         self.n = 0
-        self.ds: list[int] = []
-        self.mode: list[int] = []
-        self.a: list[int] = []
-        self.b: list[int] = []
-        self.c: list[int] = []
+        # one entry a piece: where it starts in the view, how it maps, its parameters
+        self.ds = array("q")
+        self.mode = array("b")
+        self.a = array("q")
+        self.b = array("q")
+        self.c = array("q")
         self.regions: list[tuple[int, int]] = []
         self.bridge: set[int] = set()  # pieces a span reaching them covers the gap before
         self._gap = False
@@ -635,14 +638,18 @@ def _marked_kinds(text: str) -> list[str]:
     return kinds
 
 
-def decoded_views(text: str, max_depth: int = MAX_DEPTH) -> list[View]:
-    """The decoded views of ``text`` worth scanning (none without a marker of an encoding)."""
+def iter_decoded_views(text: str, max_depth: int = MAX_DEPTH) -> Iterator[View]:
+    """The decoded views of ``text`` worth scanning (none without a marker of an encoding),
+    depth first: a caller that drops each view when it has scanned it holds at most one
+    view per level."""
     kinds = _marked_kinds(text) if text else []
-    if not kinds:
-        return []
-    out: list[View] = []
-    _views_of(text, None, kinds, 1, max_depth, out)
-    return out
+    if kinds:
+        yield from _views_of(text, None, kinds, 1, max_depth, [0])
+
+
+def decoded_views(text: str, max_depth: int = MAX_DEPTH) -> list[View]:
+    """:func:`iter_decoded_views` as a list."""
+    return list(iter_decoded_views(text, max_depth))
 
 
 def _views_of(
@@ -651,21 +658,22 @@ def _views_of(
     kinds: Sequence[str],
     depth: int,
     max_depth: int,
-    out: list[View],
-) -> None:
+    made: list[int],
+) -> Iterator[View]:
     for kind in kinds:
-        if len(out) >= MAX_VIEWS:
+        if made[0] >= MAX_VIEWS:
             return
         name = kind if parent is None else f"{parent.kind}>{kind}"
         view = _BUILDERS[kind](text, parent, name)
         if view is None:
             continue
-        out.append(view)
+        made[0] += 1
+        yield view
         if depth >= max_depth:
             continue
         nested = [k for k in _KINDS if _marked_near(view, k)]
         if nested:
-            _views_of(view.text, view, nested, depth + 1, max_depth, out)
+            yield from _views_of(view.text, view, nested, depth + 1, max_depth, made)
 
 
 def _marked_near(view: View, kind: str) -> bool:
@@ -687,7 +695,7 @@ def spans_through_decodings(text: str, find: Callable[[str], Sequence[Span]]) ->
     """``find``'s spans of ``text`` and of every decoded view of it (mapped back to the
     smallest spans of ``text`` covering them), merged and sorted."""
     spans = list(find(text)) if text else []
-    for view in decoded_views(text):
+    for view in iter_decoded_views(text):
         for ws, we in view.windows():
             for s, e, prio, kind in find(view.text[ws:we]):
                 for os_, oe in view.to_original(ws + s, ws + e):
