@@ -49,7 +49,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-from bf_assets.redact.decode import iter_decoded_views
+from bf_assets.redact.decode import iter_decoded_views, may_hold_encoding
 
 KEYWORD_TYPE = "Secret Keyword"
 
@@ -203,6 +203,8 @@ def detect(text: str) -> list[str]:
     if not text or len(text) < 8:
         return []
     out = _hits(text)
+    if not may_hold_encoding(text):
+        return out
     seen = set(out)
     for view in iter_decoded_views(text):
         for ws, we in view.windows():

@@ -120,10 +120,12 @@ def secret_spans(text: str) -> list[Span]:
 
 
 def redact_text(text: str, counts: Counter[str] | None = None) -> str:
-    """Replace every secret in ``text`` with ``[REDACTED:<kind>]``; count replacements per kind."""
+    """Replace every secret in ``text`` (:func:`secret_spans`) with ``[REDACTED:<kind>]``;
+    count replacements per kind."""
     if not text:
         return text
-    return default_rules().redact(text, counts, secret_spans(text))
+    rules = default_rules()
+    return rules.redact(text, counts, spans_through_decodings(text, rules.spans))
 
 
 def find_secrets(text: str) -> list[tuple[str, str]]:

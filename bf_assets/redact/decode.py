@@ -42,6 +42,7 @@ __all__ = [
     "View",
     "decoded_views",
     "iter_decoded_views",
+    "may_hold_encoding",
     "spans_through_decodings",
 ]
 
@@ -531,7 +532,18 @@ def _quote_view(text: str, parent: View | None, kind: str) -> View | None:
     return b.view(kind, parent)
 
 
-_JOIN = re.compile(r"(?<![A-Za-z0-9_+/=.-])" + _TOKEN_CHARS + r"{6,}(?P<cont>\\?)\r?\n")
+# A break after six token characters, with a digit or a capital among the last 16 before it
+# (a random piece has one; a word, a snake_case name does not): the breaks worth a look.
+_BREAKS = (r"\n", r"\r\n", r"\\\n", r"\\\r\n")
+_JOIN_BREAK = re.compile(
+    r"\n(?:"
+    + "|".join(rf"(?<={_TOKEN_CHARS}{{6}}{brk})" for brk in _BREAKS)
+    + ")(?:"
+    + "|".join(rf"(?<=[0-9A-Z][A-Za-z0-9_+/-]{{{k}}}{brk})" for brk in _BREAKS for k in range(16))
+    + ")"
+)
+# the characters of the last piece of a token (after its last ``=`` or ``.``)
+_TAIL_CHAR = frozenset(string.ascii_letters + string.digits + "_+/-")
 _TOKEN = re.compile(_TOKEN_CHARS + r"+")
 _LEAD = re.compile(r"[ \t]*(?:(?:>|#|//)[ \t]*)*")
 _DIGITS = str.maketrans("0123456789", "0000000000")
@@ -539,21 +551,19 @@ _TOKEN_CHAR = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _PREFIX_SPAN = 200  # how much of two lines is compared for a shared log prefix
 
 
-_CLASSES = str.maketrans(
-    string.ascii_lowercase + string.ascii_uppercase + string.digits,
-    "a" * 26 + "A" * 26 + "0" * 10,
-    "_-+/=.",
-)
+_SYMBOLS = str.maketrans("", "", "_-+/=.")
 
 
 def _random_looking(token: str) -> bool:
-    """A token that mixes letters of both cases or letters and digits, the way a key's
-    random part does (a word, a capitalised word, a snake_case name or a number does not)."""
-    classes = set(token[1:].translate(_CLASSES))
-    first = token[:1].translate(_CLASSES)
-    if first and first != "A":
-        classes.add(first)
-    return len(classes) >= 2
+    """A token that mixes letters and digits, or lowercase and inner uppercase letters, the
+    way a key's random part does (a word, a capitalised word, a snake_case name, a constant
+    or a number does not)."""
+    core = token.translate(_SYMBOLS)
+    if not core or core.isdigit():
+        return False
+    if core.isalpha():
+        return len(core) > 1 and not core[1:].islower() and not core.isupper()
+    return True
 
 
 def _continuation(text: str, line1: int, brk: int, line2: int) -> int | None:
@@ -591,21 +601,30 @@ def _continuation(text: str, line1: int, brk: int, line2: int) -> int | None:
 def _join_view(text: str, parent: View | None, kind: str) -> View | None:
     """Tokens cut by a line break joined: the break (with a ``\\`` before it) and the next
     line's prefix left out, where both sides look like parts of one random token."""
-    b = _Builder(text)
+    b: _Builder | None = None  # made for the first join (most texts have none)
     last = 0
-    for m in _JOIN.finditer(text):
-        brk = m.start("cont")
-        token = text[m.start() : brk]
-        tail = token[max(token.rfind("="), token.rfind(".")) + 1 :] or token
+    for m in _JOIN_BREAK.finditer(text):
+        nl = m.start()
+        brk = nl - 1 if text[nl - 1] == "\r" else nl
+        if text[brk - 1] == "\\":
+            brk -= 1
+        i, lo = brk, max(0, brk - 512)
+        while i > lo and text[i - 1] in _TAIL_CHAR:
+            i -= 1
+        tail = text[i:brk]
         if not _random_looking(tail) or _HEX_ONLY.fullmatch(tail):
             continue  # a word, a number, a digest
-        line1 = text.rfind("\n", 0, m.start()) + 1
-        at = _continuation(text, line1, brk, m.end())
+        line1 = text.rfind("\n", 0, brk) + 1
+        at = _continuation(text, line1, brk, nl + 1)
         if at is None:
             continue
+        if b is None:
+            b = _Builder(text)
         b.copy(last, brk)
         b.deleted()
         last = at
+    if b is None:
+        return None
     b.copy(last, len(text))
     return b.view(kind, parent)
 
@@ -691,13 +710,32 @@ def _marked_near(view: View, kind: str) -> bool:
     return False
 
 
-def spans_through_decodings(text: str, find: Callable[[str], Sequence[Span]]) -> list[Span]:
+def may_hold_encoding(text: str) -> bool:
+    """False when ``text`` can have no decoded view (most texts): a few character tests and,
+    for a text as long as a base64 run, one regex search."""
+    if len(text) < 8:
+        return False
+    return (
+        "%" in text
+        or "\\" in text
+        or "&" in text
+        or "<" in text
+        or ">" in text
+        or "\n" in text
+        or (len(text) >= MIN_BASE64 and _MARKS["base64"].search(text) is not None)
+    )
+
+
+def spans_through_decodings(text: str, find: Callable[[str], list[Span]]) -> list[Span]:
     """``find``'s spans of ``text`` and of every decoded view of it (mapped back to the
     smallest spans of ``text`` covering them), merged and sorted."""
-    spans = list(find(text)) if text else []
+    spans = find(text) if text else []
+    if not text or not may_hold_encoding(text):
+        return spans
+    found = list(spans)
     for view in iter_decoded_views(text):
         for ws, we in view.windows():
             for s, e, prio, kind in find(view.text[ws:we]):
                 for os_, oe in view.to_original(ws + s, ws + e):
-                    spans.append((os_, oe, prio, kind))
-    return merge_spans(spans) if spans else spans
+                    found.append((os_, oe, prio, kind))
+    return merge_spans(found) if len(found) > len(spans) else spans
