@@ -532,16 +532,29 @@ def _quote_view(text: str, parent: View | None, kind: str) -> View | None:
     return b.view(kind, parent)
 
 
-# A break after six token characters, with a digit or a capital among the last 16 before it
-# (a random piece has one; a word, a snake_case name does not): the breaks worth a look.
+# A line break (after a ``\\`` continuation or not) after six token characters that are not
+# all digits, whose token's last piece (after a ``.`` or ``=``) holds, among its last 16
+# characters, a digit or a capital, and a letter (a random piece does; a word, a snake_case
+# name, a number does not): where a wrap is worth a look.  The pattern starts with the break
+# (a search runs at the speed of a search for it) and tests the cheap conditions first.
 _BREAKS = (r"\n", r"\r\n", r"\\\n", r"\\\r\n")
+
+
+def _before_break(chars: str, width: str = "") -> str:
+    return "|".join(rf"(?<={chars}{width}{brk})" for brk in _BREAKS)
+
+
+def _within_tail(chars: str) -> str:
+    return "|".join(_before_break(chars, f"[A-Za-z0-9_+/-]{{{k}}}") for k in range(16))
+
+
 _JOIN_BREAK = re.compile(
-    r"\n(?:"
-    + "|".join(rf"(?<={_TOKEN_CHARS}{{6}}{brk})" for brk in _BREAKS)
-    + ")(?:"
-    + "|".join(rf"(?<=[0-9A-Z][A-Za-z0-9_+/-]{{{k}}}{brk})" for brk in _BREAKS for k in range(16))
-    + ")"
+    rf"\n(?:{_before_break(_TOKEN_CHARS, '{6}')})"
+    + "".join(rf"(?<![0-9.,:-]{{6}}{brk})" for brk in _BREAKS)
+    + f"(?:{_within_tail('[0-9A-Z]')})(?:{_within_tail('[A-Za-z]')})"
 )
+
+
 # the characters of the last piece of a token (after its last ``=`` or ``.``)
 _TAIL_CHAR = frozenset(string.ascii_letters + string.digits + "_+/-")
 _TOKEN = re.compile(_TOKEN_CHARS + r"+")
