@@ -155,7 +155,13 @@ def encoded_secrets() -> list[Encoded]:
         "</div>",
     )
     lines, core = _pem("OPENSSH PRIVATE KEY")
-    add("PEM quoted with > , no END", "\n".join("> " + ln for ln in lines), core, "you wrote:\n")
+    add(
+        "PEM quoted with > , no END",
+        "\n".join("> " + ln for ln in lines),
+        core,
+        "you wrote:\n",
+        "\n\nthanks",
+    )
     lines, core = _pem("PRIVATE KEY")
     add("PEM as entities", "&#10;".join(lines), core, "<pre>", "</pre>")
 

@@ -14,10 +14,12 @@ view and maps what the views find back to the smallest original spans covering i
 * an escape, entity or ``%XX`` run: the whole escape;
 * base64: the 4-character groups that hold the decoded bytes (the rest of the blob stays,
   and still decodes to the rest of the payload);
-* a deleted stretch (a wrapped token's line break and the next line's prefix, a ``> `` quote
-  prefix, a base64 line break): never covered; the pieces either side are separate spans.
+* a deleted stretch (a wrapped token's line break and the next line's prefix, a base64 line
+  break): never covered, the pieces either side are separate spans; a ``> `` quote prefix
+  inside a span is covered (a quoted key block is one span).
 
-Views are made only where a cheap marker occurs (one regex search on a text with none), and
+Views are made only where a cheap marker occurs (:func:`may_hold_encoding`: character tests
+and one regex search on a text with none), and
 each view is scanned only in windows around what it decoded (the rest of it is the original
 text, already scanned).  A view's decoded parts are looked at again for encodings they
 reveal (base64 of URL-encoded text, ``%2541``), at most :data:`MAX_DEPTH` levels and
@@ -100,7 +102,7 @@ class View:
 
     def __init__(self, text: str, kind: str, parent: View | None, builder: _Builder) -> None:
         self.text = text
-        self.kind = kind  # what was decoded, outermost last: "base64>inline"
+        self.kind = kind  # the decodings, in the order applied: "base64>inline"
         self.parent = parent
         self.regions = builder.regions  # decoded stretches (or deletion points), merged
         self._ds = builder.ds
@@ -173,11 +175,14 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
     cut at a window's edge."""
     n = len(text)
     if s > 0:
-        nl = text.rfind("\n", max(0, s - LINE_REACH), s)
-        if nl > 0:  # the line before too: a rule's keyword may be there
-            nl = text.rfind("\n", max(0, nl - LINE_REACH), nl)
-        if nl >= 0:
-            s = nl + 1
+        lo = max(0, s - LINE_REACH)
+        nl = text.rfind("\n", lo, s)
+        if nl >= 0:  # the line before too: a rule's keyword may be there
+            lo = max(0, nl - LINE_REACH)
+            prev = text.rfind("\n", lo, nl)
+            s = prev + 1 if prev >= 0 else 0 if lo == 0 else nl + 1
+        elif lo == 0:
+            s = 0
         else:
             sp = max(text.rfind(" ", max(0, s - 256), s), text.rfind("\t", max(0, s - 256), s))
             s = sp + 1 if sp >= 0 else max(0, s - 256)
@@ -185,6 +190,8 @@ def _widen(text: str, s: int, e: int) -> tuple[int, int]:
         nl = text.find("\n", e, e + LINE_REACH)
         if nl >= 0:
             e = nl
+        elif e + LINE_REACH >= n:
+            e = n
         else:
             m = _SPACE.search(text, e, min(n, e + 256))
             e = m.start() if m else min(n, e + 256)
