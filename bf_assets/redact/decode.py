@@ -160,9 +160,15 @@ class View:
         decoded region, widened to whole lines (or, on a very long line, to whitespace)."""
         text = self.text
         n = len(text)
-        out: list[list[int]] = []
+        near: list[list[int]] = []  # regions with their context, merged, then widened
         for rs, re_ in self.regions:
-            s, e = _widen(text, max(0, rs - context), min(n, re_ + context))
+            if near and rs - context <= near[-1][1]:
+                near[-1][1] = re_ + context
+            else:
+                near.append([rs - context, re_ + context])
+        out: list[list[int]] = []
+        for ns, ne in near:
+            s, e = _widen(text, max(0, ns), min(n, ne))
             if out and s <= out[-1][1]:
                 out[-1][1] = max(out[-1][1], e)
             else:
