@@ -170,9 +170,61 @@ _SPECS = [
         added=True,
     ),
     CheckSpec(
+        "PUBLISH_REASONING",
+        B,
+        "private reasoning written inline (think tags, a gpt-oss analysis channel, ...) "
+        "survives in a published value",
+        added=True,
+    ),
+    CheckSpec(
+        "SANDBOX_MOUNT_SKILLS",
+        B,
+        "docker-compose-mounts.json mounts a skills directory into a no-skill or "
+        "self-generated run",
+        added=True,
+    ),
+    CheckSpec(
+        "SANDBOX_MOUNT_VERIFIER",
+        B,
+        "docker-compose-mounts.json mounts tests, solutions or verifier files where the "
+        "agent can read them",
+        added=True,
+    ),
+    CheckSpec(
+        "REVIEW_REWARD_HACKING",
+        Q,
+        "the rubric reviewer (review_report.json) failed the reward_hacking criterion",
+        added=True,
+    ),
+    CheckSpec(
+        "REVIEW_CRITERION_FAILED",
+        W,
+        "the rubric reviewer failed a criterion (quarantine for a rubric blocker)",
+        added=True,
+    ),
+    CheckSpec(
+        "UPSTREAM_FILE_INVALID",
+        W,
+        "an upstream file (mounts, review report, judge files) is present but unreadable "
+        "(quarantine for the mounts file)",
+        added=True,
+    ),
+    CheckSpec(
         "GATE_TRAJECTORY_UNTRUSTED",
         B,
         "trajectory_source is scraped or hosted_env: agent-forgeable, not a captured trajectory",
+        added=True,
+    ),
+    CheckSpec(
+        "IDENTITY_SECRET",
+        B,
+        "a credential-shaped string in a name the trial is shown by (task, rollout, job, model...)",
+        added=True,
+    ),
+    CheckSpec(
+        "SOURCE_SECRET",
+        W,
+        "a credential-shaped string in one of the trial's own files: rotate it",
         added=True,
     ),
 ]

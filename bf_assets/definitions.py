@@ -24,6 +24,7 @@ from bf_assets.defs.jobs import ingest_job, release_job
 from bf_assets.defs.pages import trial_pages
 from bf_assets.defs.publish import HUB_REPO_ENV, PublishTarget, published_dataset
 from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
+from bf_assets.defs.results import results
 from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
@@ -59,6 +60,7 @@ def build_defs(
             raw_trials,
             validated_trials,
             dataset_review,
+            results,
             trial_pages,
             curated_rollouts,
             published_dataset,

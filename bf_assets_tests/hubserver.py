@@ -17,9 +17,14 @@ oid; ``resolve/`` of an LFS file redirects (302, ``X-Linked-Etag``/``X-Linked-Si
 object's bytes on this server, as the Hub redirects to its CDN.  Xet is not implemented: run
 the client with ``HF_HUB_DISABLE_XET=1``.  State is in
 memory and thread-safe.  Failure injection (:class:`Rule`): any status with extra headers
-(``Retry-After``) for N matching requests, optionally *after* the request was applied and
-with the connection dropped instead of an answer (the "lost response").  Every request is
-logged.  ``close()`` also closes keep-alive connections, so "server down" really is down.
+(``Retry-After``) and the server's own error message for N matching requests, optionally
+*after* the request was applied and with the connection dropped instead of an answer (the
+"lost response"), optionally taking the server down once it fired (every later request has
+its connection dropped: unreachable).  :meth:`HubServer.fail` names the request by its type
+(:data:`REQUEST_TYPES`: ``commit``, ``tag``, ``lfs-upload``, ...); :meth:`HubServer.corrupt`
+makes the next commit store other bytes than it was sent for a path (a read-back mismatch).
+Every request is logged.  ``close()`` also closes keep-alive connections, so "server down"
+really is down.
 """
 
 from __future__ import annotations
@@ -41,6 +46,24 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
+
+# The requests a publish makes, by type: (method or None for any, regex on the URL path).
+REQUEST_TYPES: dict[str, tuple[str | None, str]] = {
+    "create-repo": ("POST", r"^/api/repos/create$"),
+    "repo-info": ("GET", r"^/api/[a-z]+s/[^/]+/[^/]+(/revision/.*)?$"),
+    "refs": ("GET", r"^/api/[a-z]+s/[^/]+/[^/]+/refs$"),
+    "tree": ("GET", r"^/api/[a-z]+s/[^/]+/[^/]+/tree/"),
+    "paths-info": ("POST", r"^/api/[a-z]+s/[^/]+/[^/]+/paths-info/"),
+    "validate-yaml": ("POST", r"^/api/validate-yaml$"),
+    "preupload": ("POST", r"^/api/[a-z]+s/[^/]+/[^/]+/preupload/"),
+    "lfs-batch": ("POST", r"\.git/info/lfs/objects/batch$"),
+    "lfs-upload": ("PUT", r"^/_lfs/upload/"),
+    "lfs-verify": ("POST", r"\.git/info/lfs/objects/verify$"),
+    "commit": ("POST", r"^/api/[a-z]+s/[^/]+/[^/]+/commit/"),
+    "tag": ("POST", r"^/api/[a-z]+s/[^/]+/[^/]+/tag/"),
+    "resolve": (None, r"/resolve/"),
+    "any": (None, r""),
+}
 
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"
 PREFIX = {"datasets": "datasets/", "models": "", "spaces": "spaces/"}
@@ -113,6 +136,8 @@ class Rule:
     headers: dict[str, str] = field(default_factory=dict)
     after: bool = False  # apply the request first, then fail
     drop: bool = False  # close the connection instead of answering
+    message: str | None = None  # the server's error message (default "injected <status>")
+    down: bool = False  # once this rule fired, the server is down (every request dropped)
     hits: int = 0
 
 
@@ -137,6 +162,8 @@ class HubState:
         self.commit_bodies: list[list[dict[str, Any]]] = []  # every commit's ndjson lines
         self.lfs_batches: list[list[str]] = []  # the oids of every batch request
         self.lfs_puts: list[str] = []  # the oids uploaded (accepted PUTs)
+        self.corrupt_next: set[str] = set()  # paths the next commit stores with other bytes
+        self.down = False  # every request has its connection dropped
         self._seq = itertools.count(1)
         self._secret = secrets.token_bytes(16)
 
@@ -150,6 +177,8 @@ class HubState:
             self.commit_bodies.clear()
             self.lfs_batches.clear()
             self.lfs_puts.clear()
+            self.corrupt_next.clear()
+            self.down = False
             self.lfs_threshold = LFS_THRESHOLD
 
     def new_commit(
@@ -256,6 +285,13 @@ class Handler(BaseHTTPRequestHandler):
         self._pending: tuple[int, bytes, dict[str, str], str] | None = None
         rule = None
         with state.lock:
+            down = state.down
+        if down:  # unreachable: no answer at all
+            self._drop()
+            with state.lock:
+                state.log.append(Logged(self.command, url.path, 0, False, len(body)))
+            return
+        with state.lock:
             for r in state.rules:
                 if (
                     r.hits < r.times
@@ -264,13 +300,19 @@ class Handler(BaseHTTPRequestHandler):
                 ):
                     r.hits += 1
                     rule = r
+                    # down from now on: a request racing this one's answer is not served
+                    state.down = state.down or r.down
                     break
         try:
             if rule is not None and not rule.after:
-                raise HttpError(rule.status, f"injected {rule.status}", headers=rule.headers)
+                raise HttpError(
+                    rule.status, rule.message or f"injected {rule.status}", headers=rule.headers
+                )
             self._route(url.path, parse_qs(url.query), body)
             if rule is not None:
-                raise HttpError(rule.status, f"injected {rule.status}", headers=rule.headers)
+                raise HttpError(
+                    rule.status, rule.message or f"injected {rule.status}", headers=rule.headers
+                )
         except HttpError as e:
             self._pending = None
             if rule is not None and rule.drop:
@@ -511,8 +553,12 @@ class Handler(BaseHTTPRequestHandler):
                     )
                 files[v["path"]] = data
                 lfs.add(v["path"])
-        self.server.state.commit_bodies.append(lines)
-        c = self.server.state.new_commit(
+        state = self.server.state
+        for p in sorted(state.corrupt_next & set(files)):  # stored other than it was sent
+            files[p] = files[p] + b"\n"
+        state.corrupt_next.clear()
+        state.commit_bodies.append(lines)
+        c = state.new_commit(
             repo, head, header.get("summary", ""), header.get("description", ""), files, lfs
         )
         repo.branches[branch] = c.oid
@@ -675,6 +721,17 @@ class HubServer(ThreadingHTTPServer):
         with self.state.lock:
             self.state.rules.append(rule)
         return rule
+
+    def fail(self, request: str, status: int, **kw: Any) -> Rule:
+        """Fail requests of one type (:data:`REQUEST_TYPES`) with ``status``; ``kw`` as
+        :class:`Rule` (``times``, ``headers``, ``message``, ``after``, ``drop``, ``down``)."""
+        method, path = REQUEST_TYPES[request]
+        return self.inject(path, status, method=method, **kw)
+
+    def corrupt(self, path: str) -> None:
+        """The next commit stores ``path`` with a byte more than the client sent."""
+        with self.state.lock:
+            self.state.corrupt_next.add(path)
 
     def requests(self, method: str | None = None, path: str = "") -> list[Logged]:
         with self.state.lock:

@@ -98,13 +98,11 @@ def test_writer_fixtures_and_harbor_corpus_never_crash(fixtures_dir: Path) -> No
         if t.identity.harness != "oracle":
             assert r.skills["expected_task_skills"] == ["demo-skill"], rel
             assert "SKILL_NOT_LOADED" in checks(r), rel  # "You are an agent.": no catalog
-    # The Harbor corpus is audited from its agent logs: the one real leak (3d-scan-calc's
-    # load_skill and environment/skills writes) and the citation checker's web searches
-    # are the only agent-behaviour findings (harbor tests in test_harbor_logs.py).
-    expected = {
-        "3d-scan-calc__UvQYGNk": {"NOSKILL_LEAK"},
-        "citation-check__oXwDHn5": {"HACK_ONLINE_LOOKUP"},
-    }
+    # The Harbor corpus is audited from its agent logs: the citation checker's web searches
+    # are the only agent-behaviour findings (3d-scan-calc's load_skill and environment/skills
+    # writes are the self-generated skills it was told to write: no leak; harbor tests in
+    # test_harbor_logs.py).
+    expected = {"citation-check__oXwDHn5": {"HACK_ONLINE_LOOKUP"}}
     for rel, t in _trials(fixtures_dir / "harbor-real").items():
         r = audit(t)
         behaviour = {c for c in checks(r) if c.startswith(("HACK_", "NOSKILL_", "VERIFIER_"))}

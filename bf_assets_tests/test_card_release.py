@@ -25,7 +25,7 @@ from bf_assets.curate.rows import example_id
 from bf_assets.curate.schema import CONFIGS, VERIFIERS_TASK
 from bf_assets.dataset.plan import PlanError, parse_plan
 from bf_assets.publish.bundle import Bundle, BundleOptions, bundle_reviews
-from bf_assets.publish.card import LICENSE_PATH, STRINGS_SNIPPET
+from bf_assets.publish.card import LICENSE_PATH, VERIFIERS_MARKER
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.splits import SplitSpec, assign_splits, resolve_spec
 from bf_assets.publish.verify import verify_bundle
@@ -205,21 +205,32 @@ def test_same_input_same_bytes_with_splits(trials: list[Trial], tmp_path: Path) 
 # ------------------------------------------------------------------ typed JSON, verifiers
 
 
-def test_json_payloads_load_as_objects(split_release: tuple[Bundle, Path]) -> None:
+def test_each_config_gives_arguments_in_its_trainers_form(
+    split_release: tuple[Bundle, Path],
+) -> None:
     _, out = split_release
+    # rollouts (and prime_sft): JSON strings, as Prime-RL and verifiers read them
     row = next(r for r in _load(out, "rollouts", split="train") if r["n_tool_calls"])
     call = next(m for m in row["messages"] if m["tool_calls"])["tool_calls"][0]
-    assert isinstance(call["function"]["arguments"], dict)
-    assert isinstance(row["tools"], list) and isinstance(row["metrics"], dict)
-    step_call = next(
-        m["tool_calls"][0] for s in row["trajectory"] for m in s["completion"] if m["tool_calls"]
-    )
-    assert isinstance(step_call["function"]["arguments"], dict)  # inside the trajectory too
-    # plain Parquet readers see the JSON text (the Parquet JSON logical type)
+    assert isinstance(json.loads(call["function"]["arguments"]), dict)
+    assert isinstance(json.loads(row["tools"]), list)
+    assert isinstance(json.loads(row["metrics"]), dict)
+    steps = json.loads(row["trajectory"])
+    step_call = next(m["tool_calls"][0] for s in steps for m in s["completion"] if m["tool_calls"])
+    assert isinstance(step_call["function"]["arguments"], dict)  # objects inside the JSON
+    # trl_sft: objects (Arrow JSON), as TRL chat templates take them
+    trl = next(r for r in _load(out, "trl_sft", split="train") if r["completion"][0]["tool_calls"])
+    assert isinstance(trl["completion"][0]["tool_calls"][0]["function"]["arguments"], dict)
+    assert isinstance(trl["tools"], list)
+    # plain Parquet readers see the JSON text (the Parquet JSON logical type) ...
     shard = next(p for p in files_of(out) if p.startswith("data/trl_sft/train-"))
     t = pq.read_table(out / shard)
     assert str(t.schema.field("tools").type) == "extension<arrow.json>"
     assert isinstance(t.column("tools").to_pylist()[0], str)
+    # ... and every other config has no extension type a datasets 4.x cannot read
+    for config in ("rollouts", "prime_sft", "tasks"):
+        shard = next(p for p in files_of(out) if p.startswith(f"data/{config}/train-"))
+        assert "extension" not in str(pq.read_schema(out / shard)), config
 
 
 def test_arguments_are_cleaned_as_values(split_release: tuple[Bundle, Path]) -> None:
@@ -232,26 +243,84 @@ def test_arguments_are_cleaned_as_values(split_release: tuple[Bundle, Path]) -> 
         for m in r["messages"]
         for tc in m["tool_calls"] or []
     ]
+    calls = [json.loads(a) for a in calls]  # JSON strings in prime_sft
     masked = [a for a in calls if "env" in a]
     assert masked and all(a["env"]["api_key"] != "plaintext-value-123" for a in masked)
     assert "plaintext-value-123" not in text
 
 
-def test_the_strings_snippet_of_the_card_gives_json_text(
+def _load_checker() -> Any:
+    """``tools/check_datasets_load.py`` (what CI runs on the oldest datasets) as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "check_datasets_load.py"
+    spec = importlib.util.spec_from_file_location("check_datasets_load", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_cards_fallback_loads_trl_sft_with_string_features(
     split_release: tuple[Bundle, Path],
 ) -> None:
+    """The card's line for a datasets without the Json feature (run here on the newest)."""
     _, out = split_release
     card = (out / "README.md").read_text()
-    assert STRINGS_SNIPPET in card
-    scope: dict[str, Any] = {}
-    exec(STRINGS_SNIPPET, scope)  # the code users copy from the card
-    for config in ("prime_sft", "trl_sft", "rollouts"):
-        ds = scope["with_json_strings"](_load(out, config, split="train"))
-        row = next(r for r in ds if any(m["tool_calls"] for m in r.get("messages") or r["prompt"]))
-        msgs = row.get("messages") or row["prompt"]
-        args = next(m for m in msgs if m["tool_calls"])["tool_calls"][0]["function"]["arguments"]
-        assert isinstance(args, str) and isinstance(json.loads(args), dict)
-        assert isinstance(row["tools"], str) and isinstance(json.loads(row["tools"]), list)
+    ds = _load_checker().load_config(out, "trl_sft", card, fallback=True)
+    assert {s: len(d) for s, d in ds.items()} == {
+        s: len(_load(out, "trl_sft", split=s)) for s in ds
+    }
+    row = next(r for r in ds["train"] if r["completion"][0]["tool_calls"])
+    args = row["completion"][0]["tool_calls"][0]["function"]["arguments"]
+    assert isinstance(args, str) and isinstance(json.loads(args), dict)
+    assert isinstance(row["tools"], str) and isinstance(json.loads(row["tools"]), list)
+
+
+def test_the_release_checker_loads_every_config(split_release: tuple[Bundle, Path]) -> None:
+    _, out = split_release
+    assert _load_checker().check(out) == 0
+
+
+def test_the_cards_verifiers_example_builds_an_environment(
+    split_release: tuple[Bundle, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The card's verifiers example, run against the release with a stand-in ``verifiers``
+    that checks what a verifiers environment requires of its dataset rows."""
+    import sys
+    import types
+
+    _, out = split_release
+    card = (out / "README.md").read_text()
+    code = card.split(VERIFIERS_MARKER, 1)[1].split("```", 1)[0]
+    built: list[Any] = []
+
+    class Rubric:
+        def __init__(self, funcs: list[Any]) -> None:
+            self.funcs = funcs
+
+    class SingleTurnEnv:
+        def __init__(self, dataset: Any, rubric: Rubric) -> None:
+            ids = [r["example_id"] for r in dataset]
+            assert all(isinstance(i, int) for i in ids) and len(set(ids)) == len(ids)
+            for r in dataset:
+                assert r["prompt"] and all(
+                    m["role"] in ("system", "user") and isinstance(m["content"], str)
+                    for m in r["prompt"]
+                )
+                assert r["answer"] == "" and r["task"] == VERIFIERS_TASK
+                assert isinstance(json.loads(r["info"]), dict)  # verifiers takes a JSON string
+                for f in rubric.funcs:
+                    assert f(completion=[], answer=r["answer"], info=r["info"]) == 0.0
+            built.append(dataset)
+
+    monkeypatch.setitem(
+        sys.modules, "verifiers", types.SimpleNamespace(SingleTurnEnv=SingleTurnEnv, Rubric=Rubric)
+    )
+    code = re.sub(r'load_dataset\("[^"]*"', f"load_dataset({str(out)!r}", code)
+    code = re.sub(r", revision=\"[^\"]*\"", "", code)
+    exec(code, {})
+    assert len(built) == 1 and len(built[0]) == len(_load(out, "tasks", split="train")) > 0
 
 
 def test_rollouts_carry_the_verifiers_fields_without_the_gold_answer(
@@ -264,11 +333,16 @@ def test_rollouts_carry_the_verifiers_fields_without_the_gold_answer(
         assert isinstance(r["example_id"], int) and r["example_id"] == example_id(r["task_id"])
         by_task.setdefault(r["task_id"], set()).add(r["example_id"])
         assert r["task"] == VERIFIERS_TASK and r["answer"] == ""
-        assert isinstance(r["info"], dict)
-        assert r["info"]["task_id"] == r["task_id"] and r["info"]["rollout_id"] == r["rollout_id"]
+        info = json.loads(r["info"])  # verifiers takes info as a JSON string
+        assert info["task_id"] == r["task_id"] and info["rollout_id"] == r["rollout_id"]
         assert isinstance(r["prompt"], list) and isinstance(r["completion"], list)
+        assert r["messages"] == r["prompt"] + r["completion"]
+        assert r["prompt"][0]["role"] in ("system", "user")
+        assert all(m["role"] in ("system", "user") for m in r["prompt"])
+        assert isinstance(r["is_completed"], bool) and isinstance(r["is_truncated"], bool)
+        assert "error" in r and all("name" in t for t in json.loads(r["tool_defs"]))
         assert isinstance(r["reward"], float)
-        assert not BANNED_MESSAGE_KEYS & set(r["info"])
+        assert not BANNED_MESSAGE_KEYS & set(info)
     assert all(len(ids) == 1 for ids in by_task.values())
     assert len({i for ids in by_task.values() for i in ids}) == len(by_task)
     assert set(by_task) == ALL_TASKS and max(by_task[TASKS[0]]) < 2**53
@@ -313,6 +387,28 @@ def test_verify_decodes_arguments(split_release: tuple[Bundle, Path], tmp_path: 
             "tool-call arguments" in f.message or "JSON object" in f.message
             for f in report.findings[check]
         )
+
+
+def test_verify_checks_one_tasks_row_per_exported_task(
+    split_release: tuple[Bundle, Path], tmp_path: Path
+) -> None:
+    b, _ = split_release
+    for name, change, message in (
+        ("twice", lambda rows: rows + rows[:1], "a second row of task"),
+        ("missing", lambda rows: rows[1:], "has rollouts but no tasks row"),
+        (
+            "foreign",
+            lambda rows: [{**rows[0], "task_id": "not-exported"}, *rows[1:]],
+            "a task of no exported rollout",
+        ),
+    ):
+        bad = tmp_path / name
+        shutil.copytree(b.path, bad)
+        _rewrite_shard(bad / "data" / "tasks" / "train-00000-of-00001.parquet", change)
+        report = verify_bundle(bad)
+        found = [f.message for fs in report.findings.values() for f in fs]
+        assert any(message in m for m in found), (name, found)
+    assert verify_bundle(b.path).ok
 
 
 # ------------------------------------------------------------------ the card
@@ -370,7 +466,7 @@ def test_the_card_renders_without_broken_markup(
         "Load it",
         "Splits",
         "Use with trainers",
-        "Dataset structure (schema version 2)",
+        "Dataset structure (schema version 3)",
         "Intended use",
         "Out-of-scope use",
         "How it was built and reviewed",
@@ -400,6 +496,20 @@ def test_the_card_metadata_license_and_pinned_load_snippet(
     assert sorted(set(loads)) == sorted(CONFIGS)
     bib = re.search(r"```bibtex\n(@misc\{[^`]+)```", card)
     assert bib and b.tag in bib.group(1) and "org/agents" in bib.group(1)
+    # dataset_info from the data: every config's split sizes, and features where every
+    # datasets 4.x can parse them (not for trl_sft's Json columns)
+    infos = {i["config_name"]: i for i in data["dataset_info"]}
+    assert set(infos) == set(CONFIGS)
+    for config, info in infos.items():
+        assert {s["name"]: s["num_examples"] for s in info["splits"]} == manifest["configs"][config]
+        shards = [f for f in manifest["files"] if f.get("config") == config]
+        assert info["download_size"] == sum(f["bytes"] for f in shards)
+    assert "features" not in infos["trl_sft"]
+    names = [f["name"] for f in infos["rollouts"]["features"]]
+    assert names == [c.name for c in CONFIGS["rollouts"]]
+    # the minimum datasets, a recipe without a revision
+    assert "Needs `datasets` 4.6.1 or later" in card
+    assert "### Without a revision" in card and "hf://datasets/" in card
 
 
 def test_another_license_links_nothing(trials: list[Trial], tmp_path: Path) -> None:

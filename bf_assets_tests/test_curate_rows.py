@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 import pytest
-from trialkit import ROWS_FILE, Trial, healthy_spec
+from trialkit import FINISHED, ROWS_FILE, Trial, healthy_spec
 
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanStats, clean_value, redact_stable, strip_host_paths
@@ -111,6 +111,34 @@ def test_a_row_changed_after_review_is_refused(trial: Trial) -> None:
     trial.set_row("reward", 0.5)
     with pytest.raises(CurationError, match="changed since"):
         build_row(trial.path, review)
+
+
+@pytest.mark.parametrize(
+    ("rel", "old", "new"),
+    [
+        ("result.json", FINISHED.encode(), FINISHED.replace("10:01", "19:59").encode()),
+        (ROWS_FILE, b'"stop_condition": "agent_completed"', b'"stop_condition": "agent_complete!"'),
+    ],
+    ids=["result.json", "results.jsonl"],
+)
+def test_a_file_rewritten_in_place_after_review_is_refused(
+    trial: Trial, rel: str, old: bytes, new: bytes
+) -> None:
+    """Every file curation reads is checked against the review's digest: a rewrite that
+    keeps the size and the mtime is refused, naming the file."""
+    review = trial.review()
+    build_row(trial.path, review)  # as reviewed: fine
+    trial.rewrite_in_place(rel, old, new)
+    with pytest.raises(CurationError, match=f"^{rel} changed since the trial was reviewed"):
+        build_row(trial.path, review)
+
+
+def test_a_file_curation_reads_without_a_reviewed_digest_is_refused(trial: Trial) -> None:
+    """No digest from the review: nothing shows the bytes are the reviewed ones."""
+    cand = Candidate.from_review(trial.review())
+    del cand.file_shas["result.json"]
+    with pytest.raises(CurationError, match="^result.json has no digest from the review"):
+        build_row(trial.path, cand)
 
 
 def test_a_missing_row_is_refused(trial: Trial) -> None:

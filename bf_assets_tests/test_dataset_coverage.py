@@ -174,21 +174,39 @@ def test_plan_aliases_match_trial_spellings() -> None:
     assert cov.rows[0].state == "healthy" and cov.unplanned == []
 
 
-def test_without_plan_cells_are_observed_once_none_required() -> None:
+def test_without_plan_every_attempt_is_a_trial_none_required() -> None:
+    """Without a plan the cells are the observed ones and their repeats are trials
+    (``trial_index`` 1..k), never COVERAGE_DUPLICATE."""
     a = R("t1", started_at="2026-06-02T00:00:00")
     a_old = R("t1", started_at="2026-06-01T00:00:00")
     b = R("t2", outcome="unhealthy")
     oracle = R("t1", harness="oracle", outcome="oracle", model=None)
     cov = compute_coverage([a, a_old, b, oracle])
     assert cov.plan is None and cov.min_coverage is None and not cov.below_floor
-    assert [(r.cell.task, r.state, r.required) for r in cov.rows] == [
-        ("t1", "healthy", False),
-        ("t2", "unhealthy", False),
+    assert [(r.cell.task, r.trial_index, r.state, r.required) for r in cov.rows] == [
+        ("t1", 1, "healthy", False),
+        ("t1", 2, "healthy", False),
+        ("t2", 1, "unhealthy", False),
     ]
+    assert [r.trial for r in cov.rows[:2]] == [trial_key(a), trial_key(a_old)]
     assert dataset_ids(cov) == {"COVERAGE_UNHEALTHY": {"warning"}}
-    assert cov.superseded == [trial_key(a_old)]
+    assert cov.superseded == [] and not cov.trial_findings
     assert cov.summary["model_trials"] == 3 and cov.summary["probe_trials"] == 1
-    assert cov.coverage_ratio == 0.5
+    assert cov.coverage_ratio == 2 / 3
+
+
+def test_without_plan_only_an_infra_failure_a_healthy_retry_followed_is_superseded() -> None:
+    broken = R("t1", started_at="2026-06-01T00:00:00", outcome="unhealthy", checks=["GATE_INFRA_ERROR"])  # fmt: skip
+    killed = R("t1", started_at="2026-06-01T01:00:00", outcome="incomplete")
+    retry = R("t1", started_at="2026-06-01T02:00:00")
+    hacked = R("t1", started_at="2026-06-01T00:30:00", outcome="unhealthy", checks=["HACK_SCORE_WRITE"])  # fmt: skip
+    cov = compute_coverage([broken, killed, retry, hacked])
+    assert sorted(cov.superseded) == sorted([trial_key(broken), trial_key(killed)])
+    assert [(r.state, r.trial) for r in cov.rows] == [
+        ("healthy", trial_key(retry)),
+        ("unhealthy", trial_key(hacked)),  # agent behaviour, not infrastructure: a trial
+    ]
+    assert ids(cov, broken) == {"COVERAGE_DUPLICATE"} and ids(cov, hacked) == set()
 
 
 def test_floor_check() -> None:
@@ -247,7 +265,8 @@ def test_superseded_says_what_really_holds_the_slot() -> None:
     broken_new = make_review(
         "t1", rollout="t1__b", started_at="2026-06-02T10:00:00", outcome="unhealthy"
     )
-    cov = compute_coverage([broken_old, broken_new])
+    one_trial = plan_of(["t1", "t2"], required=False)  # a plan asking for one trial a cell
+    cov = compute_coverage([broken_old, broken_new], one_trial)
     [dup] = cov.trial_findings[trial_key(broken_old)]
     assert dup.check == "COVERAGE_DUPLICATE"
     assert "no healthy attempt" in dup.message and "t1__b" in dup.message
@@ -256,6 +275,6 @@ def test_superseded_says_what_really_holds_the_slot() -> None:
     broken_newer = make_review(
         "t2", rollout="t2__b", started_at="2026-06-03T10:00:00", outcome="unhealthy"
     )
-    cov = compute_coverage([good_old, broken_newer])
+    cov = compute_coverage([good_old, broken_newer], one_trial)
     [dup] = cov.trial_findings[trial_key(broken_newer)]
     assert "filled by the healthy attempt" in dup.message and "t2__a" in dup.message

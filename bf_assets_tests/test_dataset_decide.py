@@ -41,10 +41,38 @@ def _reasons(reviews: list[TrialReview], **kw: Any) -> dict[str, str]:
     return {d.rollout: d.reason for d in ds.decision.decisions}
 
 
-def test_newest_healthy_attempt_is_exported_and_older_ones_superseded() -> None:
+def test_newest_healthy_attempt_is_exported_and_older_ones_superseded(tmp_path: Any) -> None:
+    """A plan asking for one trial a cell keeps the newest healthy attempt."""
     old = make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00")
     new = make_review("t1", rollout="t1__b", started_at="2026-06-02T09:00:00Z")
-    assert _reasons([old, new]) == {"t1__a": SUPERSEDED, "t1__b": EXPORTED}
+    got = _reasons([old, new], plan_path=_plan_file(tmp_path, ["t1"], trials=1))
+    assert got == {"t1__a": SUPERSEDED, "t1__b": EXPORTED}
+
+
+def test_without_a_plan_repeats_are_trials_all_exported() -> None:
+    """Benchmarks run k attempts of a cell on purpose (pass@k): a 1.0 is never superseded by
+    a newer 0.0."""
+    rs = [
+        make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00"),
+        make_review("t1", rollout="t1__b", started_at="2026-06-02T10:00:00", outcome="fail"),
+        make_review("t1", rollout="t1__c", started_at="2026-06-03T10:00:00"),
+    ]
+    assert _reasons(rs) == {"t1__a": EXPORTED, "t1__b": EXPORTED, "t1__c": EXPORTED}
+
+
+def test_an_infra_failed_attempt_followed_by_a_healthy_retry_is_superseded() -> None:
+    broken = make_review(
+        "t1", rollout="t1__a", started_at="2026-06-01T10:00:00", checks=["GATE_INFRA_ERROR"]
+    )
+    retry = make_review("t1", rollout="t1__b", started_at="2026-06-01T11:00:00")
+    later = make_review(  # no healthy attempt after it: it stays a trial of its own
+        "t1", rollout="t1__c", started_at="2026-06-02T10:00:00", checks=["GATE_INFRA_ERROR"]
+    )
+    got = _reasons([broken, retry, later])
+    assert got == {"t1__a": REJECTED, "t1__b": EXPORTED, "t1__c": REJECTED}
+    cov = assemble([broken, retry, later]).coverage
+    assert cov.superseded == [(broken.ref.job_key, "t1__a")]
+    assert [r.state for r in cov.rows] == ["healthy", "unhealthy"]
 
 
 def test_a_newer_broken_attempt_never_hides_the_older_healthy_one() -> None:
@@ -55,15 +83,17 @@ def test_a_newer_broken_attempt_never_hides_the_older_healthy_one() -> None:
     assert _reasons([good, broken]) == {"t1__a": EXPORTED, "t1__b": REJECTED}
 
 
-def test_a_quarantined_latest_healthy_attempt_holds_its_slot() -> None:
-    """checks.md §1: only the latest healthy attempt is exported; when that one is held for
-    review, the older attempt is not exported in its place."""
+def test_a_quarantined_latest_healthy_attempt_holds_its_slot(tmp_path: Any) -> None:
+    """checks.md §1: where a plan asks for one trial, only the latest healthy attempt is
+    exported; when that one is held for review, the older attempt is not exported in its
+    place.  Without a plan both are trials of their own."""
     old = make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00")
     held = make_review(
         "t1", rollout="t1__b", started_at="2026-06-02T10:00:00", checks=["HACK_SUSPECTED"]
     )
-    got = _reasons([old, held])
+    got = _reasons([old, held], plan_path=_plan_file(tmp_path, ["t1"], trials=1))
     assert got["t1__b"] == QUARANTINED and got["t1__a"] == SUPERSEDED
+    assert _reasons([old, held]) == {"t1__a": EXPORTED, "t1__b": QUARANTINED}
 
 
 def test_unplanned_trials_are_never_exported(tmp_path: Any) -> None:
@@ -130,7 +160,7 @@ def test_rollout_id_is_a_digest_of_the_artifact_hashes() -> None:
 
 def test_a_candidate_keeps_only_the_hashes_curation_reads() -> None:
     """A release holds a candidate per exported trial: the digest of the whole inventory
-    and the hashes of the three files curation checks or records, not the inventory."""
+    and the hashes of the four files curation checks or records, not the inventory."""
     t = make_review("t1", rollout="t1__a")
     files = [
         ("results.jsonl", "r1"),
@@ -143,9 +173,10 @@ def test_a_candidate_keeps_only_the_hashes_curation_reads() -> None:
     assert c.file_sha("results.jsonl") == "r1"
     assert c.file_sha("trajectory/llm_trajectory.jsonl") == "l1"
     assert c.file_sha("trajectory/acp_trajectory.jsonl") is None
-    assert c.file_sha("result.json") is None and c.file_sha("agent/log.txt") is None
+    assert c.file_sha("result.json") == "bb" and c.file_sha("agent/log.txt") is None
     assert set(c.file_shas) == {
         "results.jsonl",
+        "result.json",
         "trajectory/llm_trajectory.jsonl",
         "trajectory/acp_trajectory.jsonl",
     }

@@ -31,6 +31,7 @@ ASSETS = {
     "coverage",
     "sandbox_parity",
     "review_report",
+    "results",
     "trial_pages",
     "curated_rollouts",
     "published_dataset",

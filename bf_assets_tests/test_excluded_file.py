@@ -15,10 +15,24 @@ from bf_assets.publish.bundle import Bundle, bundle_reviews
 from bf_assets.publish.excluded import EXCLUDED_PATH, excluded_line, read_excluded, write_excluded
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
-from bf_assets.publish.verify import verify_bundle, verify_reviews
+from bf_assets.publish.verify import GateReport, verify_bundle
+from bf_assets.publish.verify import verify_reviews as verify_with_plan
 from bf_assets.review.record import TrialReview
 
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+# One trial a cell: of the two attempts of the same slot, one is superseded (without a
+# plan repeats are trials of their own).
+PLAN = """name: one-trial
+matrix:
+  - tasks: [demo-task]
+    harnesses: [codex-acp]
+    models: [openai/gpt-x]
+    skill_modes: [with-skill]
+    sandboxes: [daytona]
+    trials: 1
+"""
 
 
 def _reviews(runs_root: Path) -> list[TrialReview]:
@@ -29,9 +43,22 @@ def _reviews(runs_root: Path) -> list[TrialReview]:
     ]
 
 
+def _plan(tmp_path: Path) -> str:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN)
+    return str(path)
+
+
 def _bundle(runs_root: Path, tmp_path: Path) -> tuple[Bundle, list[TrialReview]]:
     reviews = _reviews(runs_root)
-    return bundle_reviews(reviews, tmp_path / "staging"), reviews
+    return bundle_reviews(reviews, tmp_path / "staging", plan_path=_plan(tmp_path)), reviews
+
+
+def verify_reviews(bundle_dir: Path, reviews: list[TrialReview]) -> GateReport:
+    """The bundle against the dataset review under the plan it was built with (``_plan``
+    wrote it beside the staging folder: ``<tmp>/plan.yaml``, ``<tmp>/staging/<bundle>``)."""
+    plan = bundle_dir.parent.parent / "plan.yaml"
+    return verify_with_plan(bundle_dir, reviews, plan_path=str(plan))
 
 
 def _reseal(bundle: Path, edit: Callable[[list[bytes]], list[bytes]]) -> None:

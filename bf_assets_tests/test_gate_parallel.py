@@ -34,14 +34,16 @@ def _bundle(tmp_path: Path, runs_root: Path, n: int = 12) -> Path:
 
 
 def _plant(bundle: Path) -> int:
-    """A secret, a GitHub token and a host path in the ``model`` of every shard row (rows
-    rewritten in row groups of 2, the schema kept); the rows planted."""
+    """A secret, a GitHub token and a host path in the ``model`` of every shard row (the
+    ``task`` of a ``tasks`` row, which has no model; rows rewritten in row groups of 2, the
+    schema kept); the rows planted."""
     planted = 0
 
     def plant(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         nonlocal planted
         for i, row in enumerate(rows):
-            row["model"] = f"{row['model']} {SECRET}{i:03d} {GITHUB} {HOST}/{i}"
+            key = "model" if "model" in row else "task"
+            row[key] = f"{row[key]} {SECRET}{i:03d} {GITHUB} {HOST}/{i}"
         planted += len(rows)
         return rows
 

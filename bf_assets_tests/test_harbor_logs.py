@@ -172,22 +172,43 @@ def harbor_real(fixtures_dir: Path) -> dict[str, TrialData]:
     return {ref.rel_path: scan_trial(ref) for ref in discover([root]).trials}
 
 
-def test_the_real_no_skill_leak_is_noskill_leak_with_the_line(harbor_real) -> None:
-    r = review(harbor_real[LEAK])
-    leaks = of(r, "NOSKILL_LEAK")
-    assert [(f.file, f.line) for f in leaks] == [
-        ("agent/trajectory.json", 5),
-        ("agent/trajectory.json", 10),
-    ]
-    assert "load_skill stl-binary-parsing" in leaks[0].message
-    assert "environment/skills" in leaks[1].message
-    assert "/srv/bench/sandbox-root/environment/skills" in (leaks[1].evidence or "")
+def test_the_real_self_generated_run_writing_its_skills_is_no_leak(harbor_real) -> None:
+    """yimin's ablation ran ``tasks_no_skills_generate/3d-scan-calc`` with a "Generate Skills
+    First" prompt: its ``mkdir .../environment/skills`` and its ``load_skill`` of a skill it
+    meant to write are what it was told to do (they were two false NOSKILL_LEAK blockers)."""
+    t = harbor_real[LEAK]
+    assert t.identity.skill_mode == "self-generated"
+    assert t.identity.sources["skill_mode"] == "result.json:task_id.path"
+    r = review(t)
+    assert not of(r, "NOSKILL_LEAK") and not of(r, "NOSKILL_CATALOG_INJECTED")
     s = r.skills
-    assert s["skill_mode"] == "no-skill" and s["catalog_status"] == "catalog_found"
+    assert s["skill_mode"] == "self-generated" and s["catalog_status"] == "catalog_found"
     assert s["catalog_format"] == "terminus_available_skills" and s["skills"] == []
     assert s["skills_loaded"] == [] and s["skills_loaded_source"] == "result.json:65"
     assert (s["source_file"], s["line"]) == ("agent/trajectory.json", 4)
-    assert r.verdict == "rejected" and r.attribution == "unknown"  # no cause on record
+    assert s["status"] == "self_generated_skills"
+    assert r.verdict == "rejected"  # still no ACP/LLM trajectories or row
+    assert r.to_json()["skill_mode"] == "self-generated"
+
+
+def test_the_real_self_generated_run_loading_a_task_skill_is_a_leak(
+    harbor_real, tmp_path: Path
+) -> None:
+    """The same run, had the task shipped a skill named ``stl-binary-parsing``: its
+    ``load_skill`` of that name reaches for the task's own skill, a leak in every mode; its
+    own skills directory stays none."""
+    tasks = task_tree(tmp_path / "tasks", "3d-scan-calc", "stl-binary-parsing")
+    r = review(harbor_real[LEAK], tasks)
+    leaks = of(r, "NOSKILL_LEAK")
+    # the load (line 5) and its "Skill not found: stl-binary-parsing" result (line 9); the
+    # agent's own skills directory (line 10) is no leak
+    assert [(f.file, f.line) for f in leaks] == [
+        ("agent/trajectory.json", 5),
+        ("agent/trajectory.json", 9),
+    ]
+    assert leaks[0].message.startswith("self-generated trial: HARBOR load_skill call")
+    assert "load_skill stl-binary-parsing" in leaks[0].message
+    assert "task skill name 'stl-binary-parsing'" in leaks[0].message
 
 
 def test_the_startup_prompt_s_skill_system_text_is_no_leak(tmp_path: Path) -> None:

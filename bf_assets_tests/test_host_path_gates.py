@@ -4,11 +4,10 @@ every rule replaces."""
 from __future__ import annotations
 
 import random
-import re
 
 from leakproof_corpus import corpus, look_alikes
 
-from bf_assets.curate.clean import HOST_PATH_RULES, CleanStats, strip_host_paths
+from bf_assets.curate.clean import _PATH_HINT, HOST_PATH_RULES, CleanStats, strip_host_paths
 from bf_assets.curate.scan import host_paths_in
 
 PATHS = [
@@ -32,8 +31,35 @@ PATHS = [
     "\\/home\\/kate\\/x",
     "-I/home/leo/include",
     "\\n/tmp/x",
+    "\\\\fileserver\\home\\mia\\x",
+    "\\\\\\\\fileserver\\\\share\\\\x",
+    "%5C%5Cfileserver%5Cshare%5Cx",
+    "/c/Users/nia/proj",
+    "/cygdrive/c/Users/oli/proj",
+    "/cygdrive/d/data",
+    "/export/home/pat/x",
+    "/usr/home/quinn/x",
+    "/nfs/homes/rob/x",
+    "/net/nas1/home/sam/x",
+    "/mnt/data/users/tia/x",
+    "/Volumes/Disk/Users/uma/x",
+    "/Volumes/Backup/x",
+    "cd /root && ls",
+    "/var/root/x",
+    "//home/vic/x",
+    "path=%2Fhome%2Fwes%2Fx",
+    "\\u002fhome\\u002fxia\\u002fx",
+    "&#47;home&#47;yan&#47;x",
+    "C%3A%5CUsers%5Czed%5Cx",
+    "C:\\cygwin64\\home\\abe\\x",
+    "/media/bea/USB/x",
+    "/run/media/cal/USB",
+    "/run/user/1000/bus",
+    "/mnt/d/games",
+    "smb://nas1/share/x",
+    "file%3A%2F%2F%2Fhome%2Fdee",
 ]
-HINT = re.compile(r"/|\\|~|file:")
+HINT = _PATH_HINT
 ODD = ["\u0130", "\u212a", "\u017f", "é", "ß", "ǅ"]  # characters the regexes fold differently
 
 

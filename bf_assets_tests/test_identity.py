@@ -47,8 +47,8 @@ def test_normalize_harness(raw: Any, expected: str | None) -> None:
         ("no_skills", "no-skill"),
         ("baseline", "no-skill"),
         ("none", "no-skill"),
-        ("self-gen", "self-gen"),
-        ("self_generated", "self-gen"),
+        ("self-gen", "self-generated"),
+        ("self_generated", "self-generated"),
         ("custom-mode", "custom-mode"),
         ("", None),
         (None, None),
@@ -243,19 +243,25 @@ def test_harbor_fixture_identities(fixtures_dir: Path) -> None:
     assert minimax.slot() == (
         "3d-scan-calc",
         "claude-code",
-        "minimax/MiniMax-M2.1",
+        "minimax/minimax-m2.1",  # the canonical id (docs/model-identity.md)
         "no-skill",
         "docker",
         None,
     )
+    assert minimax.model_raw == "minimax/MiniMax-M2.1"  # the spelling on record
     wenbo = ids[pre + "wenbo/claude-sonnet-4-5-0126/claude-code-claude-sonnet-4-5-skills-lab-unit-harmonization-55a405"]  # fmt: skip
     assert wenbo.rollout == "lab-unit-harmonization__LDx8EnA"
     assert wenbo.skill_mode == "with-skill"
     log_only = next(v for k, v in ids.items() if k.endswith("scheduling-email-assistant__4exzDzN"))
     assert (log_only.task_id, log_only.skill_mode) == ("scheduling-email-assistant", "no-skill")
     assert all(i.task_id for i in ids.values())
-    harbor_ids = [i for k, i in ids.items() if "skillsbench-trajectories" in k]
-    assert all(i.skill_mode in ("with-skill", "no-skill") for i in harbor_ids)
+    harbor_ids = {k: i for k, i in ids.items() if "skillsbench-trajectories" in k}
+    # yimin's ablations ran tasks_no_skills_generate/<task>: the agent wrote its own skills
+    self_gen = {k for k, i in harbor_ids.items() if i.skill_mode == "self-generated"}
+    assert len(self_gen) == 5 and all("/yimin/ablation-noskills-" in k for k in self_gen)
+    assert {harbor_ids[k].sources["skill_mode"] for k in self_gen} == {"result.json:task_id.path"}
+    rest = [i for k, i in harbor_ids.items() if k not in self_gen]
+    assert all(i.skill_mode in ("with-skill", "no-skill") for i in rest)
 
 
 def test_identity_of_a_built_trial_matches_its_review(trial: Trial) -> None:

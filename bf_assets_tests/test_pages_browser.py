@@ -1,4 +1,5 @@
-"""The trial pages in a real browser: Debian's chromium driven by Playwright.
+"""The trial pages, and the release's report and card, in a real browser: Debian's chromium
+driven by Playwright.
 
 Skipped cleanly where Playwright or a chromium binary is missing (``.ci/run`` installs
 chromium where it can).  Set ``BF_SCREENSHOTS=DIR`` to keep the screenshots (the ones in
@@ -15,6 +16,13 @@ from typing import Any
 
 import pytest
 from test_pages_core import hostile_spec, review_dataset
+from test_report_published import (
+    HostileRelease,
+    build_hostile_release,
+    markdown,
+    pictures,
+    rendered_files,
+)
 from trialkit import healthy_spec
 
 from bf_assets.pages.site import PagesResult, write_pages
@@ -176,4 +184,33 @@ def test_every_page_loads_without_errors(site: PagesResult, page: Any) -> None:
         page.goto(path.as_uri())
         assert page.locator("#findings").count() == 1, key
         assert page.evaluate("document.scripts.length") == 0
+    assert page.problems == []
+
+
+@pytest.fixture(scope="module")
+def hostile_release(tmp_path_factory: pytest.TempPathFactory) -> HostileRelease:
+    return build_hostile_release(tmp_path_factory.mktemp("hostile-release"))
+
+
+def test_the_report_and_card_run_nothing_from_trial_data(
+    hostile_release: HostileRelease, page: Any, tmp_path: Path
+) -> None:
+    """The published report and card rendered as the Hub renders Markdown (raw HTML on),
+    and each coverage picture opened as a document of its own: no dialog, no error."""
+    for rel, text in rendered_files(hostile_release).items():
+        body = markdown().render(text)
+        doc = tmp_path / (rel.replace("/", "-") + ".html")
+        doc.write_text(f"<!doctype html><meta charset=utf-8><title>{rel}</title>{body}")
+        page.goto(doc.as_uri())
+        page.wait_for_function("() => [...document.images].every((i) => i.complete)")
+        page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # queued handlers
+        assert page.problems == [], rel  # no injected dialog, no error
+        assert "onerror=alert(5)" in page.inner_text("body")  # shown as text
+        assert page.evaluate("document.scripts.length") == 0
+        shot(page, f"published-{doc.stem}.png", tmp_path)
+        for i, svg in enumerate(pictures(text)):
+            picture = tmp_path / f"{doc.stem}-picture-{i}.svg"
+            picture.write_text(svg)
+            page.goto(picture.as_uri())  # an SVG document would run a script it held
+            assert page.evaluate("document.scripts.length") == 0
     assert page.problems == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -63,16 +64,19 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
         "data/rollouts/train-00000-of-00001.parquet",
         "data/prime_sft/train-00000-of-00001.parquet",
         "data/trl_sft/train-00000-of-00001.parquet",
+        "data/tasks/train-00000-of-00001.parquet",  # one row per task (verifiers)
         "report/review.md",  # the review that decided this release ships with it
         "report/review.json",
         EXCLUDED_PATH,  # every excluded trial with its reason, one per line
     }
-    assert b.rows == {"rollouts": 1, "prime_sft": 1, "trl_sft": 2}
+    assert b.rows == {"rollouts": 1, "prime_sft": 1, "trl_sft": 2, "tasks": 1}
     # the oracle lane is listed as excluded but is a probe, not held-out model data
     assert {e.reason for e in b.excluded} == {"oracle"}
     assert b.verdict == "publishable"
     # the tag is in the card, so it comes from the digest of the release drafted without it
-    assert b.path.name == b.digest[:16] and b.tag.startswith("release-") and len(b.tag) == 20
+    # and the release's own time (its newest trial), so tags sort by date
+    assert b.path.name == b.digest[:16]
+    assert re.fullmatch(r"release-\d{8}-\d{6}-[0-9a-f]{12}", b.tag), b.tag
     card = (b.path / "README.md").read_text()
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["configs"][0] == {
@@ -110,6 +114,48 @@ def test_bundle_layout_card_and_manifest(tmp_path: Path, two_trials: list[Trial]
     assert report.ok, report.summary()
 
 
+def test_shards_have_a_page_index_and_content_defined_chunks(
+    tmp_path: Path, two_trials: list[Trial]
+) -> None:
+    from bf_assets.publish.shards import WRITER_OPTIONS, supports_content_defined_chunking
+
+    b = bundle_reviews(cands(*two_trials), tmp_path / "staging")
+    for rel in files_of(b.path):
+        if rel.endswith(".parquet"):
+            meta = pq.ParquetFile(b.path / rel).metadata
+            for g in range(meta.num_row_groups):
+                for c in range(meta.num_columns):
+                    col = meta.row_group(g).column(c)
+                    assert col.has_offset_index and col.has_column_index, (rel, g, c)
+    assert WRITER_OPTIONS["write_page_index"] is True
+    if supports_content_defined_chunking():
+        assert WRITER_OPTIONS["use_content_defined_chunking"] is True
+
+
+def test_release_tags_sort_by_the_release_time(tmp_path: Path, two_trials: list[Trial]) -> None:
+    from bf_assets.publish.bundle import release_tag, release_time
+
+    assert release_time(["2026-06-01T10:00:00Z", "2026-06-01T23:30:00+02:00", None]) == (
+        "20260601-213000"
+    )
+    assert release_time(["not a time"]) == "00000000-000000"
+    assert release_time([], "2031-02-03T04:05:06") == "20310203-040506"
+    older = release_tag("release-", "20260601-235959", "f" * 64)
+    newer = release_tag("release-", "20260602-000000", "0" * 64)
+    assert sorted([newer, older]) == [older, newer]
+    # a bundle's tag carries its newest trial's time, or the time it is given
+    b = bundle_reviews(cands(*two_trials), tmp_path / "a")
+    later = bundle_reviews(
+        cands(*two_trials), tmp_path / "b", BundleOptions(released_at="2031-01-01T00:00:00Z")
+    )
+    assert later.tag.startswith("release-20310101-000000-")
+    assert sorted([later.tag, b.tag]) == [b.tag, later.tag]
+    assert not b.tag.startswith("release-00000000")  # the trials' own time
+    manifest = json.loads((b.path / MANIFEST_PATH).read_text())
+    started = max(s["started_at"] for s in manifest["source_trials"])
+    assert b.tag[len("release-") :][:8] >= started[:10].replace("-", "")
+
+
 def test_identical_input_gives_byte_identical_files(
     tmp_path: Path, two_trials: list[Trial]
 ) -> None:
@@ -135,6 +181,30 @@ def test_shards_roll_over_and_keep_row_order(tmp_path: Path, runs_root: Path) ->
     assert len(ids) == 5 and ids == sorted(ids)
     assert [pq.ParquetFile(b.path / s).metadata.num_row_groups for s in shards] == [1, 1, 1]
     assert verify_bundle(b.path).ok
+
+
+def test_row_groups_are_sized_by_bytes(tmp_path: Path, runs_root: Path) -> None:
+    """A row group closes when its rows reach ``row_group_bytes`` (serialized), however
+    few they are; the row count is only a cap for tiny rows."""
+    from bf_assets.curate.rows import build_row
+    from bf_assets.publish.shards import ROW_GROUP_ROWS, ShardWriter
+
+    assert ROW_GROUP_ROWS >= 10_000  # not what sizes row groups of real rows
+    trials = [healthy_spec(task=f"task-{i}").write(runs_root) for i in range(5)]
+    rows = sorted((build_row(t.path, t.review()) for t in trials), key=lambda r: r["rollout_id"])
+    size = len(orjson.dumps(rows[0]))
+    counts = []
+    for run in ("a", "b"):
+        w = ShardWriter(tmp_path / run, "rollouts", row_group_bytes=2 * size)
+        for r in rows:
+            w.write(r)
+        (shard,) = w.close()
+        meta = pq.ParquetFile(tmp_path / run / shard.path).metadata
+        counts.append([meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
+    assert counts[0] == counts[1] and sum(counts[0]) == 5 and max(counts[0]) <= 3
+    assert len(counts[0]) >= 2
+    a, b = (tmp_path / run / "data/rollouts/train-00000-of-00001.parquet" for run in "ab")
+    assert a.read_bytes() == b.read_bytes()  # deterministic, chunking and page index included
 
 
 @pytest.mark.parametrize("max_shard_bytes", [1, 1 << 30])
@@ -174,17 +244,34 @@ def test_datasets_reads_every_config(tmp_path: Path, two_trials: list[Trial]) ->
     out = tmp_path / "published"
     LocalFolderTarget(out).publish(b.path, b.tag)
     cache = str(tmp_path / "hf-cache")
-    rollouts = datasets.load_dataset(str(out), "rollouts", split="train", cache_dir=cache)
-    assert rollouts.num_rows == 1 and rollouts[0]["task_id"] == "demo-task"
-    assert rollouts[0]["messages"][-1]["content"] == "Done."
-    trl = datasets.load_dataset(str(out), "trl_sft", split="train", cache_dir=cache)
+    loaded = {
+        c: datasets.load_dataset(str(out), c, split="train", cache_dir=cache)
+        for c in ("rollouts", "prime_sft", "trl_sft", "tasks")
+    }
+    assert {c: d.num_rows for c, d in loaded.items()} == b.rows
+    rollouts, trl, tasks = loaded["rollouts"], loaded["trl_sft"], loaded["tasks"]
+    row = rollouts[0]
+    assert row["task_id"] == "demo-task" and row["messages"][-1]["content"] == "Done."
+    # the initial prompt (system + instruction), and messages == prompt + completion
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    assert row["messages"] == row["prompt"] + row["completion"]
+    assert row["is_completed"] is True and row["is_truncated"] is False and row["error"] is None
+    assert json.loads(row["tool_defs"])[0]["name"] == "terminal"  # the flat verifiers form
     assert trl.num_rows == 2 and len(trl[0]["completion"]) == 1
+    # trl_sft: arguments and tools are objects (Arrow JSON), as TRL chat templates take them
+    call = trl[0]["completion"][0]["tool_calls"][0]["function"]
+    assert call["arguments"] == {"command": "echo hi > hello.txt"}
+    assert trl[0]["tools"][0]["function"]["name"] == "terminal"
+    # prime_sft: JSON strings, as Prime-RL reads them, from the bare shard too
     shard = str(out / "data" / "prime_sft" / "train-00000-of-00001.parquet")
     prime = datasets.load_dataset("parquet", data_files=shard, split="train", cache_dir=cache)
-    # JSON payloads come back as objects (the Arrow JSON type), read from the bare shard too
-    assert prime[0]["tools"][0]["function"]["name"] == "terminal"
+    assert json.loads(prime[0]["tools"])[0]["function"]["name"] == "terminal"
     call = prime[0]["messages"][2]["tool_calls"][0]["function"]
-    assert call["arguments"] == {"command": "echo hi > hello.txt"}
+    assert json.loads(call["arguments"]) == {"command": "echo hi > hello.txt"}
+    # tasks: one verifiers environment row per task, the gold answer withheld
+    assert tasks[0]["example_id"] == row["example_id"] and tasks[0]["answer"] == ""
+    assert tasks[0]["prompt"] == row["prompt"] and tasks[0]["task"] == row["task"]
+    assert json.loads(tasks[0]["info"])["task_id"] == "demo-task"
 
 
 def test_nothing_planted_reaches_any_published_byte(tmp_path: Path, runs_root: Path) -> None:
@@ -222,12 +309,20 @@ def test_verify_catches_tampering_and_unlisted_files(
 
 
 def test_rows_not_selected_by_the_review_fail_not_ready(tmp_path: Path, runs_root: Path) -> None:
+    """Under a plan asking for one trial a cell, a newer healthy attempt supersedes the
+    exported one (without a plan both would be trials of their own)."""
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "name: one-trial\nmatrix:\n  - tasks: [demo-task]\n    harnesses: [codex-acp]\n"
+        "    models: [openai/gpt-x]\n    skill_modes: [with-skill]\n    sandboxes: [daytona]\n"
+        "    trials: 1\n"
+    )
     old = build_trial(runs_root, rollout_id="aaaa0001")
-    b = bundle_reviews(cands(old), tmp_path / "s")
+    b = bundle_reviews(cands(old), tmp_path / "s", plan_path=str(plan))
     newer = healthy_spec(rollout_id="zzzz0002")
     newer.result.update(started_at="2027-01-01 00:00:00", finished_at="2027-01-01 00:01:15")
     newer_trial = newer.sync().write(runs_root)
-    report = verify_reviews(b.path, cands(old, newer_trial))
+    report = verify_reviews(b.path, cands(old, newer_trial), plan_path=str(plan))
     assert not report.passed("PUBLISH_NOT_READY")
     assert (
         "not a trial the dataset review exports" in report.findings["PUBLISH_NOT_READY"][0].message

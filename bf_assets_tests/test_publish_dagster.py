@@ -64,7 +64,7 @@ def materialized(res: dg.ExecuteInProcessResult) -> set[str]:
     }
 
 
-DATASET_ASSETS = {"coverage", "sandbox_parity", "review_report", "trial_pages"}
+DATASET_ASSETS = {"coverage", "sandbox_parity", "review_report", "results", "trial_pages"}
 
 
 def check_results(res: dg.ExecuteInProcessResult) -> dict[str, bool]:
@@ -82,6 +82,7 @@ def test_definitions_wire_the_release(instance: dg.DagsterInstance) -> None:
             "coverage",
             "sandbox_parity",
             "review_report",
+            "results",
             "trial_pages",
             "curated_rollouts",
             "published_dataset",
@@ -104,6 +105,7 @@ def test_definitions_wire_the_release(instance: dg.DagsterInstance) -> None:
         "coverage": "dataset",
         "sandbox_parity": "dataset",
         "review_report": "dataset",
+        "results": "dataset",
         "trial_pages": "dataset",
         "curated_rollouts": "curate",
         "published_dataset": "publish",

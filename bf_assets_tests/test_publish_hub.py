@@ -6,6 +6,7 @@ Never reaches the internet: the client is pointed at the test server through ``e
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ from hubserver import HubServer
 from trialkit import build_trial, healthy_spec, oracle_spec
 
 from bf_assets.publish.bundle import Bundle, bundle_reviews
-from bf_assets.publish.hub import HubTarget
+from bf_assets.publish.hub import HubPublishError, HubTarget
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.targets import PublishError
 
@@ -267,16 +268,31 @@ def test_lost_tag_response_is_recovered(hub: HubServer, bundles: tuple[Bundle, B
     assert hub.repo(REPO).tags[one.tag][0] == res.commit
 
 
-def test_a_failed_tag_is_repaired_by_the_next_run(
+def test_a_failed_tag_puts_main_back_and_the_next_run_publishes(
     hub: HubServer, bundles: tuple[Bundle, Bundle]
 ) -> None:
+    """``main`` never stays on an untagged release: after the tag failed, a commit on top of
+    the release commit puts back the files main held before."""
     one, _ = bundles
     hub.inject("/tag/", 500, times=2)
-    with pytest.raises(PublishError, match="create tag"):
+    with pytest.raises(HubPublishError, match="create tag") as err:
         target(hub, max_attempts=2).publish(one.path, one.tag)
-    assert commits(hub) == 2 and not hub.repo(REPO).tags  # the data landed atomically
+    repo = hub.repo(REPO)
+    initial = next(c for c in repo.commits.values() if c.parent is None)
+    head = repo.commits[repo.branches["main"]]
+    release = repo.commits[head.parent or ""]
+    assert commits(hub) == 3 and not repo.tags
+    assert release.parent == initial.oid and set(release.files) > set(initial.files)
+    assert head.files == initial.files  # main holds what it held before the release
+    outcome = err.value.outcome
+    assert (outcome.before, outcome.commit, outcome.restored_by) == (
+        initial.oid,
+        release.oid,
+        head.oid,
+    )
     res = target(hub).publish(one.path, one.tag)
-    assert not res.changed and hub.repo(REPO).tags[one.tag][0] == res.commit and commits(hub) == 2
+    assert res.changed and repo.tags[one.tag][0] == res.commit == repo.branches["main"]
+    assert commits(hub) == 4
 
 
 def test_a_public_repo_is_refused_when_private_is_configured(
@@ -290,23 +306,16 @@ def test_a_public_repo_is_refused_when_private_is_configured(
     assert commits(hub) == 2
 
 
-def test_verification_failure_is_reported(
-    hub: HubServer, bundles: tuple[Bundle, Bundle], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server that stores something else than was sent fails the publish."""
-    from hubserver import Handler
-
+def test_verification_failure_is_reported(hub: HubServer, bundles: tuple[Bundle, Bundle]) -> None:
+    """A server that stores something else than was sent fails the publish, untagged, and
+    main is put back."""
     one, _ = bundles
-    real = Handler._commit
-
-    def corrupting(self: Handler, repo: object, rev: str, body: bytes) -> None:
-        real(self, repo, rev, body)  # type: ignore[arg-type]
-        head = hub.repo(REPO).branches["main"]
-        hub.repo(REPO).commits[head].files[MANIFEST_PATH] += b" "
-
-    monkeypatch.setattr(Handler, "_commit", corrupting)
+    hub.corrupt(MANIFEST_PATH)
     with pytest.raises(PublishError, match="verification failed"):
         target(hub).publish(one.path, one.tag)
+    repo = hub.repo(REPO)
+    initial = next(c for c in repo.commits.values() if c.parent is None)
+    assert not repo.tags and repo.commits[repo.branches["main"]].files == initial.files
 
 
 def test_server_down_is_a_clear_error(
@@ -335,7 +344,18 @@ def test_load_dataset_from_the_server_by_tag(
         token=WRITE,
     )
     assert ds.num_rows == 1 and ds[0]["rollout"] == "demo-task__aaaa1111"
-    assert ds[0]["tools"][0]["function"]["name"] == "terminal"  # JSON-typed: an object
+    # rollouts: JSON text (what every datasets 4.x reads); trl_sft: objects (Arrow JSON)
+    assert json.loads(ds[0]["tools"])[0]["function"]["name"] == "terminal"
+    trl = datasets.load_dataset(
+        REPO, "trl_sft", split="train", revision=one.tag, cache_dir=str(tmp_path / "c"), token=WRITE
+    )
+    assert trl[0]["tools"][0]["function"]["name"] == "terminal"
+    # the card's recipe for a reader that cannot pass a revision: the tag's files by URL
+    files = f"hf://datasets/{REPO}@{one.tag}/data/rollouts/train-*.parquet"
+    by_url = datasets.load_dataset(
+        "parquet", data_files={"train": files}, cache_dir=str(tmp_path / "u"), token=WRITE
+    )
+    assert by_url["train"]["rollout_id"] == ds["rollout_id"]
 
 
 def test_release_job_publishes_to_the_hub_once(

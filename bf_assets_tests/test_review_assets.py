@@ -130,3 +130,41 @@ def test_each_view_is_written_before_the_next_is_made(
     assert "coverage.parquet" in seen[0] and "sandbox_parity.parquet" not in seen[0]
     assert {"coverage.parquet", "sandbox_parity.parquet"} <= set(seen[1])
     assert forgotten == [True]
+
+
+def test_the_results_asset_is_the_cli_s_results_table(
+    runs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``results`` materializes downstream of review_report: one row per cell, the same
+    table as ``bf-assets review --json``'s summary, numbers the UI plots, the heatmaps."""
+    from bf_assets.dataset.results import RESULT_COLUMNS
+    from bf_assets.defs.results import results
+
+    monkeypatch.setenv("BF_WAREHOUSE", str(tmp_path / "wh"))
+    resources = local_resources(runs, tmp_path / "wh", tasks_dir=str(SAMPLE_TASKS))
+    keys = sorted(f"jobs/{p.name}" for p in runs.iterdir() if p.is_dir())
+    with dg.instance_for_test() as instance:
+        materialize_partitions(instance, resources, keys)
+        res = dg.materialize(
+            [raw_trials, validated_trials, dataset_review, results],
+            selection="key:review_report or key:coverage or key:sandbox_parity or key:results",
+            instance=instance,
+            resources=resources,
+        )
+        assert res.success
+        frame = res.asset_value("results")
+        [meta] = [
+            e.materialization.metadata
+            for e in res.get_asset_materialization_events()
+            if e.materialization.asset_key.path[-1] == "results"
+        ]
+    cli = review_roots([runs], ReviewOptions(tasks_dir=str(SAMPLE_TASKS))).summary["results"]
+    assert list(frame.columns) == RESULT_COLUMNS and len(frame) == len(cli["cells"])
+    assert frame["scored_trials"].sum() == cli["scored_trials"] > 0
+    assert frame["accepted_trials"].sum() == cli["accepted_trials"] > 0
+    assert meta["scored_pass_rate"].value == cli["scored_pass_rate"]
+    assert isinstance(meta["accepted_pass_rate"].value, float)
+    lifts = [k for k in meta if k.startswith("lift ")]
+    assert lifts and all(isinstance(meta[k].value, float) for k in lifts)
+    assert meta["lift_heatmap"].value.count("data:image/svg+xml;base64,") == 2
+    assert "### Skill lift" in meta["table"].value

@@ -56,12 +56,18 @@ def _reference(value: Any, where: str) -> list[Finding]:
                 add(scan.BANNED_KEY, f"banned key {key!r} in {where}", key)
             elif parent is not None and (kind := reasoning_name_kind(parent, key, v)):
                 add(scan.BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
-            kinds, paths = scan.text_hits(key)
+            kinds, paths, thoughts = scan.text_hits(key)
             for kind in kinds:
                 add(scan.SECRET, f"detect-secrets {kind} fires in a key in {where}", kind)
             for ph in paths:
                 add(
                     scan.HOST_PATH, f"an absolute host path ({ph}) survives in a key in {where}", ph
+                )
+            for kind in thoughts:
+                add(
+                    scan.REASONING,
+                    f"inline private reasoning ({kind}) survives in a key in {where}",
+                    kind,
                 )
             if key in HOST_PATH_KEYS and isinstance(v, str) and v.startswith(("/", "~")):
                 add(scan.HOST_PATH, f"host path under {key!r} in {where}", key)
@@ -70,11 +76,13 @@ def _reference(value: Any, where: str) -> list[Finding]:
         if isinstance(v, dict) and (kind := reasoning_kind(v)):
             add(scan.BANNED_KEY, f"private reasoning ({kind}) in {where}", kind)
         if isinstance(v, str) and v:
-            kinds, paths = scan.text_hits(v)
+            kinds, paths, thoughts = scan.text_hits(v)
             for kind in kinds:
                 add(scan.SECRET, f"detect-secrets {kind} fires in {where}", kind)
             for ph in paths:
                 add(scan.HOST_PATH, f"an absolute host path ({ph}) survives in {where}", ph)
+            for kind in thoughts:
+                add(scan.REASONING, f"inline private reasoning ({kind}) survives in {where}", kind)
     return out
 
 
@@ -104,6 +112,8 @@ def _values() -> list[Any]:
         "look_alikes": look_alikes(),
         "numbers": [1, 2.5, None, True, {"": ""}],
         "keys": many_keys,
+        "inline": ["<think>\nprivate plan\n</think>\n\nanswer", "plan it</seed:think>\nok"],
+        "<|channel|>analysis<|message|>a key that reasons<|end|>": 1,
     }
     shuffled = planted[:]
     rng.shuffle(shuffled)

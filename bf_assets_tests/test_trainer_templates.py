@@ -237,10 +237,31 @@ def assert_arguments_are_objects(text: str, calls: list[dict[str, Any]], style: 
         assert json.dumps(json.dumps(args)) not in text
 
 
+def as_prime_rl_reads(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``prime_sft`` row as Prime-RL's SFT loader turns it into chat-template input: the
+    ``tools`` JSON string and each tool call's JSON-string ``arguments`` parsed."""
+    assert isinstance(row["tools"], str)  # what the config publishes (Prime-RL's form)
+    messages = []
+    for m in row["messages"]:
+        calls = m.get("tool_calls")
+        if calls:
+            assert all(isinstance(tc["function"]["arguments"], str) for tc in calls)
+            calls = [
+                {**tc, "function": {**tc["function"], "arguments": json.loads(args)}}
+                for tc in calls
+                for args in (tc["function"]["arguments"],)
+            ]
+            m = {**m, "tool_calls": calls}
+        messages.append(m)
+    return {**row, "messages": messages, "tools": json.loads(row["tools"])}
+
+
 @pytest.mark.parametrize("style", sorted(TEMPLATES))
 @pytest.mark.parametrize("config", ["trl_sft", "prime_sft"])
 def test_rows_render_with_arguments_as_objects(release: Path, config: str, style: str) -> None:
     rows = _rows(release, config)
+    if config == "prime_sft":  # JSON strings, parsed by the trainer that reads them
+        rows = [as_prime_rl_reads(r) for r in rows]
     assert rows and any(_calls(sum(_conversation(r), [])) for r in rows)
     template = TEMPLATES[style]
     plain = _tokenizer(template, [])

@@ -52,8 +52,6 @@ def test_materialize_all_runs_through_the_daemons_without_idle_iterations(
     for r in ui.runs:
         assert r["idle_backfill_iterations"] == 0, r
         assert 1 <= r["queue_iterations"] <= 2, r
-        # the shipped launcher forked each run from its warm worker (no fresh interpreter)
-        assert r["warm_worker"] is True, r
     # the release published the dataset into the instance's publish folder
     assert (published / "README.md").is_file()
     assert any((published / "data").rglob("*.parquet"))

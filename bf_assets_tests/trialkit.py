@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import signal
 import tracemalloc
 from collections.abc import Iterator
@@ -814,6 +815,18 @@ class Trial:
     def write_bytes(self, rel: str, data: bytes) -> None:
         self.file(rel).parent.mkdir(parents=True, exist_ok=True)
         self.file(rel).write_bytes(data)
+
+    def rewrite_in_place(self, rel: str, old: bytes, new: bytes) -> None:
+        """Replace the first ``old`` of file ``rel`` with ``new`` (the same length) and put
+        back its times: the same size and mtime, other bytes."""
+        assert len(old) == len(new) and old != new
+        p = self.file(rel)
+        st = p.stat()
+        data = p.read_bytes()
+        assert old in data, f"{old!r} is not in {rel}"
+        p.write_bytes(data.replace(old, new, 1))
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert p.stat().st_size == st.st_size and p.stat().st_mtime_ns == st.st_mtime_ns
 
     # ------------------------------------------------------------------ JSON documents
 

@@ -22,7 +22,7 @@ not failed: vision templates that expect content-part lists, templates without s
 tool turns (Cohere, Gemma 1-3 insist on alternating user/assistant roles), templates that
 drop tool calls, and the original DeepSeek-V3 template, which concatenates ``arguments`` as
 a string (TRL ships ``deepseekv3_training`` for the dict form transformers documents; use
-the card's ``with_json_strings`` for the original). The exit status is 1 when any other
+``prime_sft``'s JSON-string arguments for the original). The exit status is 1 when any other
 template fails.
 """
 

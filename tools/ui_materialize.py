@@ -95,7 +95,7 @@ def fresh_home(home: Path, config: Path) -> None:
 
 def start_ui(home: Path, env: Mapping[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     """``bf-assets ui -w workspace.yaml`` in the instance folder, as ``./dev ui`` runs it (the
-    webserver and ``bf-assets daemon``); its own process group, to stop it whole."""
+    webserver and ``dagster-daemon run``); its own process group, to stop it whole."""
     cmd = [str(BIN / "bf-assets"), "ui", "-w", str(REPO / "workspace.yaml"), "-p", str(port)]
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -267,7 +267,6 @@ class RunTimes:
     started: float | None  # RUN_START: the run worker is up and executing
     ended: float | None
     steps: list[tuple[str, float, float]] = field(default_factory=list)
-    warm: bool = False  # its run worker was forked from the warm worker (WarmRunLauncher)
 
     @property
     def execution(self) -> float:
@@ -298,9 +297,8 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
     """Each run of the backfill with its queue, launch, execution and step times, read from
     the instance's run storage and event log."""
     import dagster as dg
-    from dagster._core.instance.ref import InstanceRef
 
-    instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home)))
+    instance = dg.DagsterInstance.from_config(str(home))
     et = dg.DagsterEventType
     out: list[RunTimes] = []
     records = instance.get_run_records(dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
@@ -309,12 +307,10 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
         first: dict[Any, float] = {}
         step_start: dict[str, float] = {}
         steps: list[tuple[str, float, float]] = []
-        warm = False
         for entry in instance.all_logs(run.run_id):
             ev = entry.dagster_event
             if ev is None:
                 continue
-            warm = warm or "forked from a warm worker" in (entry.message or "")
             first.setdefault(ev.event_type, entry.timestamp)
             if ev.event_type == et.STEP_START and ev.step_key:
                 step_start[ev.step_key] = entry.timestamp
@@ -338,7 +334,6 @@ def run_timeline(home: Path, backfill_id: str) -> list[RunTimes]:
                 first.get(et.RUN_START),
                 ended,
                 steps,
-                warm,
             )  # fmt: skip
         )
     instance.dispose()
@@ -466,7 +461,6 @@ def summarize(config: str, ready: float, clicked: float, bf: Mapping[str, Any],
                 "steps": [[k, round(s - clicked, 1), round(e - clicked, 1)] for k, s, e in r.steps],
                 "idle_backfill_iterations": it.idle_backfill_iterations,
                 "queue_iterations": it.queue_iterations,
-                "warm_worker": r.warm,
             }  # fmt: skip
             for r, it in zip(runs, waited_iterations(log, bf["id"], runs, clicked), strict=True)
         ],

@@ -14,13 +14,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bf_assets.audit import hacking, isolation, leakage, paths, skills
+from bf_assets.audit import hacking, isolation, leakage, paths, skills, upstream
 from bf_assets.audit.attribution import attribution_findings
 from bf_assets.audit.catalog import first_prompt_parts
 from bf_assets.audit.events import Events, collect
 from bf_assets.audit.expected import find_task_dir, sandbox_skills_dir
 from bf_assets.audit.netcheck import host_of
 from bf_assets.findings import Finding, finding
+from bf_assets.ingest.identity import SELF_GENERATED
 from bf_assets.ingest.scan import TrialData
 
 __all__ = ["AuditContext", "AuditResult", "audit_trial"]
@@ -149,9 +150,10 @@ def audit_trial(
     found += _guard("SKILL_CATALOG_UNKNOWN", "skill-catalog", run_skills, failures)
     task_dir = find_task_dir(t, ctx.tasks_dir)
     if outcome != "oracle":
-        if block.get("skill_mode") == "no-skill":
+        mode = block.get("skill_mode")
+        if mode in ("no-skill", SELF_GENERATED):  # self-generated: the task's skills only
             names = list(block.get("expected_task_skills") or [])
-            leak = partial(leakage.leak_findings, ev, names, sandbox_skills_dir(t))
+            leak = partial(leakage.leak_findings, ev, names, sandbox_skills_dir(t), mode)
             found += _guard("NOSKILL_LEAK", "no-skill leakage", leak, failures)
         found += _guard("HACK_SUSPECTED", "reward-hacking", partial(_hacks, t, ev), failures)
         vleak = partial(isolation.leak_findings, t, ev, task_dir)
@@ -171,6 +173,8 @@ def audit_trial(
     found += _guard("PATH_MISMATCH", "path", path_fn, failures)
     prov = partial(paths.provenance_findings, t)
     found += _guard("PROVENANCE_MISSING", "provenance", prov, failures)
+    up = partial(upstream.upstream_findings, t, outcome)
+    found += _guard("UPSTREAM_FILE_INVALID", "upstream-file", up, failures)
     attr = [f for f in found if f.check == "ATTR_EXPERIMENT_FIDELITY"]
     detail = {
         "gate_attribution": attribution,

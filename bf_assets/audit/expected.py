@@ -129,7 +129,7 @@ def expected_skills(
 
 
 def skill_mode(t: TrialData) -> str | None:
-    """``with-skill``, ``no-skill``, ``self-gen``, another declared value, or None."""
+    """``with-skill``, ``no-skill``, ``self-generated``, another declared value, or None."""
     mode = t.identity.skill_mode
     if mode:
         return mode

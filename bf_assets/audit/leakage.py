@@ -22,6 +22,7 @@ from bf_assets.audit.expected import norm_skill
 from bf_assets.audit.prefilter import may_contain
 from bf_assets.findings import Finding, clip, finding
 from bf_assets.ingest.harnesses import activation_tools, global_paths, leak_roots
+from bf_assets.ingest.identity import SELF_GENERATED
 
 SKILL_ROOTS = leak_roots()  # every harness's skill roots (bf_assets.ingest.harnesses)
 HARNESS_GLOBAL = re.compile(
@@ -66,8 +67,9 @@ def _activation(a: Action) -> str | None:
 
 
 class _Scanner:
-    def __init__(self, task_skills: list[str], sandbox_dir: str) -> None:
+    def __init__(self, task_skills: list[str], sandbox_dir: str, task_only: bool = False) -> None:
         self.names = _name_patterns(task_skills)
+        self.task_only = task_only
         roots = [re.escape(r) for r in SKILL_ROOTS]
         self.roots = re.compile("(" + "|".join(roots) + ")")
         self.sandbox = re.compile(rf"(?:^|[\s'\"=:(`]){re.escape(sandbox_dir)}(?:/|\b)")
@@ -85,6 +87,8 @@ class _Scanner:
         for n, rx in self.names:
             if rx.search(text):
                 found.append(f"task skill name {n!r}")
+        if self.task_only:
+            return found
         stripped = HARNESS_GLOBAL.sub(" ", text)
         if _SKILL_MD.search(stripped):
             found.append("SKILL.md")
@@ -97,11 +101,21 @@ class _Scanner:
         return found
 
 
-def leak_findings(ev: Events, task_skills: list[str], sandbox_dir: str) -> list[Finding]:
-    """``NOSKILL_LEAK`` for every action or observation that touches skill resources."""
-    sc = _Scanner(task_skills, sandbox_dir)
+def leak_findings(
+    ev: Events, task_skills: list[str], sandbox_dir: str, mode: str = "no-skill"
+) -> list[Finding]:
+    """``NOSKILL_LEAK`` for every action or observation that touches skill resources.
+
+    A ``self-generated`` run was told to write (and then load) skills of its own: skill
+    roots, ``SKILL.md`` files and activations are its job, not a leak.  Only the task's
+    shipped skills (their names, an activation of one) are a leak there."""
+    task_only = mode == SELF_GENERATED
+    if task_only and not task_skills:
+        return []
+    sc = _Scanner(task_skills, sandbox_dir, task_only)
     out: list[Finding] = []
     seen: set[tuple[str, int]] = set()
+    whose = "the task's own skills" if task_only else "skill resources"
 
     def emit(file: str, line: int, what: str, markers: list[str], evidence: str) -> None:
         if (file, line) in seen or len(out) >= MAX_FINDINGS:
@@ -110,7 +124,7 @@ def leak_findings(ev: Events, task_skills: list[str], sandbox_dir: str) -> list[
         out.append(
             finding(
                 "NOSKILL_LEAK",
-                f"no-skill trial: {what} touches skill resources ({'; '.join(markers)}) at {file}:{line}",
+                f"{mode} trial: {what} touches {whose} ({'; '.join(markers)}) at {file}:{line}",
                 file=file,
                 line=line,
                 evidence=evidence,
@@ -120,7 +134,7 @@ def leak_findings(ev: Events, task_skills: list[str], sandbox_dir: str) -> list[
     for a in ev.actions:
         markers = sc.markers(a.text)
         act = _activation(a)
-        if act:
+        if act and (not task_only or markers):  # self-generated: a task skill's activation
             markers.insert(0, act)
         if markers:
             emit(a.file, a.line, a.kind_label, markers, a.text)

@@ -34,9 +34,12 @@ from bf_assets.audit.expected import expected_skills, norm_skill, sandbox_skills
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.harbor import HarborCatalog
 from bf_assets.ingest.harnesses import harness_of
+from bf_assets.ingest.identity import SELF_GENERATED
 from bf_assets.ingest.readers import AUDIT_LIMITS, JsonlFile, iter_jsonl
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, TrialData
 
+# Modes whose runs must not see the task's own skills (a self-generated run writes its own).
+NO_TASK_SKILL_MODES = ("no-skill", SELF_GENERATED)
 MAX_LATER_REQUESTS = 64
 MAX_ACP_LINES = 500
 SYSTEM_PROMPT_ANCHOR = "System Prompt:"
@@ -183,7 +186,7 @@ def _status(
     expected: list[str], loaded: list[str], missing: list[str], mode: str | None
 ) -> tuple[str, int]:
     if expected:
-        if mode == "no-skill":
+        if mode in NO_TASK_SKILL_MODES:
             if not missing:
                 return "unexpected_complete_task_skills_loaded_without_skills", 1
             if loaded:
@@ -194,7 +197,7 @@ def _status(
         return "not_expected_without_skills", 0
     if mode == "with-skill":
         return "expected_with_skills_but_no_task_skill_manifest", 0
-    if mode == "self-gen":
+    if mode == SELF_GENERATED:
         return "self_generated_skills", 0
     return "unknown_expected_task_skills", 0
 
@@ -327,15 +330,21 @@ def _loaded_only(
 
 
 def _noskill_loads(block: dict[str, Any], mode: str | None) -> list[Finding]:
-    """A no-skill trial whose own record says it loaded skills: a skill activation."""
+    """A no-skill trial whose own record says it loaded skills: a skill activation (in a
+    self-generated trial, a load of one of the task's own skills)."""
     names = block.get("skills_loaded") or []
-    if mode != "no-skill" or not names:
+    if mode == SELF_GENERATED:
+        task = {norm_skill(n) for n in block.get("expected_task_skills") or []}
+        names = [n for n in names if norm_skill(n) in task]
+    elif mode != "no-skill":
+        return []
+    if not names:
         return []
     file, _, line = str(block.get("skills_loaded_source") or "result.json").partition(":")
     return [
         finding(
             "NOSKILL_LEAK",
-            f"no-skill trial that loaded skill(s) {names} (agent_result.metadata.skills_loaded "
+            f"{mode} trial that loaded skill(s) {names} (agent_result.metadata.skills_loaded "
             f"at {file}:{line})",
             file=file,
             line=int(line) if line.isdigit() else None,
@@ -372,7 +381,7 @@ def _decide(
         status, loading = _status(expected, loaded, missing, mode)
         block.update(loaded_task_skills=loaded, missing_task_skills=missing, status=status)
         block["task_skills_loading"] = loading
-        if mode not in ("with-skill", "no-skill", "self-gen"):
+        if mode not in ("with-skill", *NO_TASK_SKILL_MODES):
             reasons.append(f"mode: skill mode {mode!r} is unknown; the catalog cannot be judged")
         if status in (
             "unexpected_complete_task_skills_loaded_without_skills",
@@ -381,7 +390,7 @@ def _decide(
             out.append(
                 finding(
                     "NOSKILL_CATALOG_INJECTED",
-                    f"no-skill trial whose startup catalog lists task skill(s) {loaded}",
+                    f"{mode} trial whose startup catalog lists task skill(s) {loaded}",
                     evidence=", ".join(block["skills"]),
                     **where,
                 )

@@ -103,6 +103,7 @@ class ReviewCache:
         from bf_assets.ingest.identity import Identity
         from bf_assets.ingest.scan import FileEntry
         from bf_assets.review.record import TrialReview
+        from bf_assets.review.story import TrialStory
 
         if fp is None:
             return None
@@ -129,6 +130,7 @@ class ReviewCache:
             files=[FileEntry(**f) for f in r["files"]],
             skills=r["skills"],
             reward=r["reward"],
+            story=TrialStory.from_dict(r.get("story")),
         )
 
     def put(self, fp: str | None, review: Any) -> None:
@@ -160,6 +162,7 @@ class ReviewCache:
                 ],
                 "skills": review.skills,
                 "reward": review.reward,
+                "story": review.story.to_dict(),
             },
         }
         try:

@@ -44,8 +44,12 @@ def review_context(opts: ReviewOptions) -> str:
     """What a trial's review depends on besides its files and the code: the options and the
     task tree's state (part of every cache key)."""
     from bf_assets.batch.cache import tree_digest
+    from bf_assets.ingest.models import model_table
 
-    return f"{opts.limits}|{opts.tasks_dir}|{tree_digest(opts.tasks_dir)}|{opts.audits}|{opts.hash_files}"
+    return (
+        f"{opts.limits}|{opts.tasks_dir}|{tree_digest(opts.tasks_dir)}|{opts.audits}"
+        f"|{opts.hash_files}|models {model_table().digest}"
+    )
 
 
 def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialReview:

@@ -112,6 +112,14 @@ def _file_state(path: str | None) -> str:
         return "unreadable"
 
 
+def _model_table_state() -> list[str]:
+    """The model tables canonical ids come from (bf_assets.ingest.models; stdlib only)."""
+    from bf_assets.ingest.models import ALIASES_ENV, DEFAULT_TABLE
+
+    user = os.environ.get(ALIASES_ENV) or None
+    return [_file_state(str(DEFAULT_TABLE)), f"models {user}", _file_state(user)]
+
+
 @dataclass(slots=True)
 class RunKey:
     mode: str  # "json" or "table"
@@ -134,6 +142,7 @@ class RunKey:
             f"quarantine {self.quarantine_path}",
             _file_state(self.quarantine_path),
             self.limits,
+            *_model_table_state(),
         ]
         return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 

@@ -5,8 +5,11 @@ three objects and some 600 bytes a trial even when every string in it is shared.
 :class:`SlimReview` is one object: what the trials of a job share (run root, job names,
 directory) and what the trials of a cell share (task, harness, model, skill mode, sandbox,
 provenance) are one :class:`JobPart` / :class:`CellPart` for all of them, the outcome,
-verdict and findings one :class:`StatePart` for every trial with the same ones; only the
-rollout name, the start time, the trial index and the reward are the trial's own.
+verdict, findings and execution state one :class:`StatePart` for every trial with the same
+ones; only the rollout name, the start time, the trial index and the reward are the trial's
+own.  Of the trial's story (:class:`~bf_assets.review.story.TrialStory`) only the execution
+state is kept: its usage, error and tests are in the trial's stored JSON, which
+``bf_assets.dataset.store.full_review`` reads back.
 
 It reads like a ``TrialReview`` (``ref`` and ``identity`` are views with the attributes
 of ``TrialRef`` and ``Identity``), which is all the dataset review reads, and
@@ -24,6 +27,7 @@ from bf_assets.findings import Finding
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.identity import Identity
 from bf_assets.review.record import TrialReview
+from bf_assets.review.story import TrialStory, partial_story
 
 _NO_SOURCES: dict[str, str] = {}
 
@@ -49,6 +53,7 @@ class CellPart:
     source_ref: str | None
     task_digest: str | None
     layout: str  # the review's layout
+    model_raw: str | None = None  # the model as recorded (``model`` is canonical)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -59,6 +64,7 @@ class StatePart:
     verdict: str
     attribution: str
     findings: list[Finding]  # shared: never written to
+    execution: str | None = None  # the story's execution state (review.story)
 
 
 class SlimReview:
@@ -152,6 +158,12 @@ class SlimReview:
         return self.state.findings
 
     @property
+    def story(self) -> TrialStory:
+        """The execution state and what the reward says; the rest of the story is in the
+        trial's stored JSON."""
+        return partial_story(self.state.execution, self.reward)
+
+    @property
     def files(self) -> list[Any]:
         return []
 
@@ -186,11 +198,25 @@ class SlimReview:
         """This trial with other findings and verdict (the dataset review's); equal states
         are one :class:`StatePart` across the calls that pass the same ``shared``."""
         s = self.state
-        key = (s.outcome, s.healthy, s.training_ready, verdict, s.attribution, id(findings))
+        key = (
+            s.outcome,
+            s.healthy,
+            s.training_ready,
+            verdict,
+            s.attribution,
+            id(findings),
+            s.execution,
+        )
         state = shared.get(key) if shared is not None else None
         if state is None or state.findings is not findings:
             state = StatePart(
-                s.outcome, s.healthy, s.training_ready, verdict, s.attribution, findings
+                s.outcome,
+                s.healthy,
+                s.training_ready,
+                verdict,
+                s.attribution,
+                findings,
+                s.execution,
             )
             if shared is not None:
                 shared[key] = state
@@ -222,6 +248,7 @@ class SlimReview:
             task_digest=c.task_digest,
             started_at=self.started_at,
             sources=_NO_SOURCES,
+            model_raw=c.model_raw,
         )
         return TrialReview(
             ref=ref,
@@ -236,6 +263,7 @@ class SlimReview:
             files=[],
             skills={},
             reward=self.reward,
+            story=self.story,
         )
 
 
@@ -295,9 +323,19 @@ class SlimMaker:
                 _text(ident.source_ref),
                 _text(ident.task_digest),
                 sys.intern(t.layout),
+                _text(ident.model_raw),
             )
         )
-        key = (t.outcome, t.healthy, t.training_ready, t.verdict, t.attribution, id(findings))
+        execution = t.story.execution
+        key = (
+            t.outcome,
+            t.healthy,
+            t.training_ready,
+            t.verdict,
+            t.attribution,
+            id(findings),
+            execution,
+        )
         state = self.states.get(key)
         if state is None or state.findings is not findings:
             state = self.states[key] = StatePart(
@@ -307,6 +345,7 @@ class SlimMaker:
                 sys.intern(t.verdict),
                 sys.intern(t.attribution),
                 findings,
+                _text(execution),
             )
         rollout = ident.rollout
         return SlimReview(
@@ -390,6 +429,10 @@ class IdentityView:
     @property
     def model(self) -> str | None:
         return self.t.cell.model
+
+    @property
+    def model_raw(self) -> str | None:
+        return self.t.cell.model_raw
 
     @property
     def skill_mode(self) -> str | None:

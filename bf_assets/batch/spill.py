@@ -40,6 +40,7 @@ _IDENTITY_TEXT = (
     "rollout",
     "source_ref",
     "task_digest",
+    "model_raw",
 )
 
 
@@ -102,6 +103,7 @@ class Interner:
             verdict,
             attr,
             reward,
+            execution,
             fs,
         ) = s
         kw: dict[str, Any] = dict(zip(_IDENTITY_TEXT, texts, strict=True))
@@ -120,17 +122,24 @@ class Interner:
             CellPart(
                 *(self.text(kw[n]) for n in _CELL_TEXT),
                 layout=sys.intern(layout),
+                model_raw=self.text(kw["model_raw"]),
             )
         )
         key = tuple(self.slim_finding(*f) for f in fs)
         findings = self.lists.get(key)
         if findings is None:
             findings = self.lists[key] = list(key)
-        state_key = (outcome, healthy, ready, verdict, attr, id(findings))
+        state_key = (outcome, healthy, ready, verdict, attr, id(findings), execution)
         state = self.states.get(state_key)
         if state is None:
             state = self.states[state_key] = StatePart(
-                sys.intern(outcome), healthy, ready, sys.intern(verdict), sys.intern(attr), findings
+                sys.intern(outcome),
+                healthy,
+                ready,
+                sys.intern(verdict),
+                sys.intern(attr),
+                findings,
+                self.text(execution),
             )
         rollout = kw["rollout"]
         return SlimReview(
@@ -183,8 +192,9 @@ SlimTuple = tuple[Any, ...]
 
 def slim_tuple(r: TrialReview) -> SlimTuple:
     """``(identity texts, trial_index, started_at, layout, outcome, healthy, training_ready,
-    verdict, attribution, reward, ((check, severity, file, line), ...))`` of ``r``: exactly
-    what :meth:`Interner.from_slim` needs to rebuild its slim review."""
+    verdict, attribution, reward, execution, ((check, severity, file, line), ...))`` of ``r``:
+    exactly what :meth:`Interner.from_slim` needs to rebuild its slim review (the rest of
+    the trial's story travels in its JSON)."""
     ident = r.identity
     return (
         tuple([getattr(ident, name) for name in _IDENTITY_TEXT]),
@@ -197,6 +207,7 @@ def slim_tuple(r: TrialReview) -> SlimTuple:
         r.verdict,
         r.attribution,
         r.reward,
+        r.story.execution,
         tuple([(f.check, f.severity, f.file, f.line) for f in r.findings]),
     )
 

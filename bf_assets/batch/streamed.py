@@ -39,6 +39,7 @@ from bf_assets.dataset.decide import _reason as _decide  # the rule of decide_ex
 from bf_assets.dataset.plan import load_plan
 from bf_assets.dataset.quarantine import apply_quarantine, effective_verdict, load_quarantine
 from bf_assets.dataset.release import ReleaseReason, nothing_to_export
+from bf_assets.dataset.results import ResultTrial, result_trial, results_table
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -254,9 +255,17 @@ class StreamedDataset:
                 },
                 "release_verdict": self.verdict,
                 "release_reasons": self.reason_lines,
+                "results": results_table(self.result_trials()).to_dict(),
             }
         )
         return out
+
+    def result_trials(self) -> Iterator[ResultTrial]:
+        """Each model trial with its decision, as ``bf_assets.dataset.results`` reads it."""
+        for i, t in enumerate(self.trials):
+            r = result_trial(t, self.choices[self.choice[i]][0])  # type: ignore[arg-type]
+            if r is not None:
+                yield r
 
 
 def _optional_gap(row: SlotRow) -> bool:

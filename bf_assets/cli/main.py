@@ -347,10 +347,14 @@ def _release(args: argparse.Namespace) -> int:
         print(f"why:             {reason}")
     if result.status == PUBLISHED:
         print(f"dataset folder:  {result.out_dir}")
+    elif result.hub_moved:  # the local folder kept its release, but the Hub did not stay put
+        print(f"dataset folder:  {result.out_dir} (unchanged: still the previous release)")
     else:
         print(f"dataset folder:  {result.out_dir} (unchanged: nothing was published)")
     if result.hub_url:
         print(f"hub dataset:     {result.hub_url} (commit {result.hub_commit}, tag {result.tag})")
+    elif result.hub_state:
+        print(f"hub dataset:     {result.hub_state}")
     what = "review report:  " if result.status == PUBLISHED else "blocked attempt:"
     print(f"{what} {result.report_md}")
     print(f"report (JSON):   {result.report_json}")
@@ -382,7 +386,7 @@ def _dagster_services(args: argparse.Namespace) -> int:
     from bf_assets.cli import ui
 
     try:
-        return ui.ui(args) if args.command == "ui" else ui.daemon(args)
+        return ui.ui(args)
     except ui.ServiceUsageError as exc:
         raise _UsageError(str(exc)) from None
 
@@ -417,7 +421,7 @@ def _command(argv: Sequence[str] | None) -> int:
             return _release(args)
         if args.command in ("show", "quarantine"):
             return _person(args)
-        if args.command in ("ui", "daemon"):
+        if args.command == "ui":
             return _dagster_services(args)
         raise _UsageError(f"unknown command {args.command!r}")
     except _UsageError as exc:

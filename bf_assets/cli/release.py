@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -79,6 +80,10 @@ class ReleaseResult:
     tag: str | None = None
     hub_url: str | None = None
     hub_commit: str | None = None
+    # where each target stands after a failed publish step (None: the step did not fail)
+    local_state: str | None = None
+    hub_state: str | None = None
+    hub_moved: bool = False
     message: str = ""
     read_partitions: int = 0  # job partitions ingested by this release
     reused_partitions: int = 0  # left as the last release made them (nothing changed)
@@ -139,13 +144,21 @@ def _release_outcome(res: Any) -> dict[str, Any]:
     refused = any(
         "refusing to publish" in m for k, m in failures.items() if "published_dataset" in k
     )
+    for e in res.all_events:
+        if e.is_step_failure and "published_dataset" in str(e.step_key or ""):
+            data = getattr(e.event_specific_data, "user_failure_data", None)
+            meta = {k: _value(v) for k, v in (getattr(data, "metadata", None) or {}).items()}
+            if "local_state" in meta:
+                out["local_state"] = meta["local_state"]
+                out["hub_state"] = meta.get("hub_state") or None
+                out["hub_moved"] = bool(meta.get("hub_moved"))
     if out.get("published"):
         out["status"] = PUBLISHED
     elif failed or refused:
         out["status"] = BLOCKED
     else:
         out["status"] = ERROR
-    out["message"] = "; ".join(f"{k}: {m}" for k, m in failures.items() if m)[:800]
+    out["message"] = "; ".join(f"{k}: {m}" for k, m in failures.items() if m)[:1600]
     out["interrupted"] = out["status"] == ERROR and interrupted(res.all_events)
     return out
 
@@ -161,6 +174,8 @@ def _failure_text(event: Any) -> str:
             break
         err = cause
     text = str(getattr(err, "message", "") or event.message or "").strip()
+    if getattr(err, "cls_name", None) == "Failure":  # a step's own dg.Failure: its description
+        text = re.sub(r"^[\w.]*\bFailure: ", "", text)
     return text.splitlines()[0] if text else ""
 
 
@@ -474,6 +489,9 @@ def _ingest_then_release(
     result.tag = outcome.get("tag")
     result.hub_url = outcome.get("hub_url")
     result.hub_commit = outcome.get("hub_commit")
+    result.local_state = outcome.get("local_state")
+    result.hub_state = outcome.get("hub_state")
+    result.hub_moved = bool(outcome.get("hub_moved"))
     result.message = outcome["message"]
     return result
 

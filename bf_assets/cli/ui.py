@@ -1,9 +1,7 @@
-"""``bf-assets ui`` and ``bf-assets daemon``: the Dagster UI without idle minutes.
+"""``bf-assets ui``: the Dagster UI for this project.
 
-``bf-assets daemon`` is ``dagster-daemon run`` with the backfill daemon looking every
-``--backfill-interval`` seconds (``bf_assets.defs.daemon``).  ``bf-assets ui`` is what
-``dg dev`` does for this project (the webserver and the daemon, on ``$DAGSTER_HOME``'s
-instance and the workspace file, as two child processes ended together), with that daemon.
+What ``dg dev`` does here: Dagster's own webserver and ``dagster-daemon run``, on
+``$DAGSTER_HOME``'s instance and the workspace file, as two child processes ended together.
 """
 
 from __future__ import annotations
@@ -26,45 +24,21 @@ STOP_GRACE_S = 20.0
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ui = sub.add_parser(
-        "ui", help="the Dagster UI and daemon on $DAGSTER_HOME (backfills looked at every second)"
-    )
+    ui = sub.add_parser("ui", help="the Dagster UI and daemon on $DAGSTER_HOME")
     ui.add_argument("--host", default="127.0.0.1", help="webserver host (default 127.0.0.1)")
     ui.add_argument("--port", "-p", type=int, default=3000, help="webserver port (default 3000)")
-    _common(ui)
-    d = sub.add_parser(
-        "daemon", help="dagster-daemon run, with the backfill daemon looking every second"
-    )
-    _common(d)
-
-
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
+    ui.add_argument(
         "--workspace",
         "-w",
         action="append",
         metavar="FILE",
         help="workspace file (default ./workspace.yaml, else the project's)",
     )
-    p.add_argument(
-        "--backfill-interval",
-        metavar="SECONDS",
-        help="how often the backfill daemon looks (default $BF_BACKFILL_INTERVAL_SECONDS, else 1)",
-    )
-    p.add_argument("--log-level", default="info", help="Dagster's log level (default info)")
+    ui.add_argument("--log-level", default="info", help="Dagster's log level (default info)")
 
 
 class ServiceUsageError(Exception):
     """A bad flag or a missing file, said before anything starts."""
-
-
-def _interval(given: str | None) -> float:
-    from bf_assets.defs.daemon import backfill_interval
-
-    try:
-        return backfill_interval(given)
-    except ValueError as exc:
-        raise ServiceUsageError(str(exc)) from None
 
 
 def workspace_files(given: Sequence[str] | None) -> list[str]:
@@ -82,18 +56,10 @@ def workspace_files(given: Sequence[str] | None) -> list[str]:
     return [str(f.resolve()) for f in files]
 
 
-def daemon(args: argparse.Namespace) -> int:
-    interval, files = _interval(args.backfill_interval), workspace_files(args.workspace)
-    from bf_assets.defs.daemon import run_daemon
-
-    run_daemon(files, interval, log_level=args.log_level)
-    return 0
-
-
 def ui(args: argparse.Namespace) -> int:
     """Start the webserver and the daemon; end both when either ends or on SIGINT/SIGTERM.
     The exit code is the first child's to end on its own, 0 after an interrupt."""
-    interval, files = _interval(args.backfill_interval), workspace_files(args.workspace)
+    files = workspace_files(args.workspace)
     if not os.environ.get("DAGSTER_HOME"):
         raise ServiceUsageError(
             "DAGSTER_HOME is not set: the UI needs an instance folder (./dev ui sets one)"
@@ -109,10 +75,15 @@ def ui(args: argparse.Namespace) -> int:
     commands = {
         "webserver": [sys.executable, "-m", "dagster_webserver", "-h", args.host,
                       "-p", str(args.port), *level, *ws],
-        "daemon": [sys.executable, "-m", "bf_assets.cli.main", "daemon", "--backfill-interval",
-                   str(interval), "--log-level", args.log_level, *ws],
+        "daemon": [_console_script("dagster-daemon"), "run", "--log-level", args.log_level, *ws],
     }  # fmt: skip
     return supervise(commands, env)
+
+
+def _console_script(name: str) -> str:
+    """Dagster's command ``name`` installed beside this interpreter (else on ``PATH``)."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.is_file() else name
 
 
 # Opens the instance once: its storages create their databases and tables (and stamp their

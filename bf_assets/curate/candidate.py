@@ -17,7 +17,11 @@ from typing import Any
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE
 from bf_assets.review.record import TrialReview
 
-KEPT_FILES = frozenset({ROWS_FILE, LLM_FILE, ACP_FILE})
+RESULT_FILE = "result.json"
+# The trial files curation reads into a row: each must hold the bytes the review read (its
+# digest in the review's inventory), or the trial is a curation error.
+CURATION_READS = (ROWS_FILE, RESULT_FILE)
+KEPT_FILES = frozenset({*CURATION_READS, LLM_FILE, ACP_FILE})
 
 
 @dataclass(slots=True)
@@ -99,7 +103,9 @@ def rollout_digest(files: Sequence[tuple[str, str | None]]) -> str:
 
 def _complete_hashes(t: TrialReview) -> list[tuple[str, str | None]]:
     """The review's inventory with the hashes the scan did not compute filled in from disk
-    (``raw_trials`` hashes every file; both paths must give the same ``rollout_id``)."""
+    (``raw_trials`` hashes every file; both paths must give the same ``rollout_id``).  A
+    file curation reads (:data:`CURATION_READS`) keeps only the review's own digest: one
+    computed now would vouch for bytes no review read."""
     from pathlib import Path
 
     from bf_assets.ingest.readers import hash_file
@@ -107,7 +113,7 @@ def _complete_hashes(t: TrialReview) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = []
     for f in t.files:
         sha = f.sha256
-        if sha is None and f.issue is None:
+        if sha is None and f.issue is None and f.path not in CURATION_READS:
             stats, _ = hash_file(Path(t.ref.path) / f.path, Path(t.ref.root))
             sha = stats.sha256 if stats is not None else None
         out.append((f.path, sha))

@@ -10,7 +10,8 @@ Everything works on parsed values and walks iteratively.  :meth:`Cleaner.value` 
    ``thinking``/``redacted_thinking`` blocks, their deltas and signatures; OpenAI Responses
    ``reasoning`` items (summaries, ``encrypted_content``); chat-completion ``reasoning``,
    ``reasoning_content`` and ``reasoning_details``; Gemini ``thought: true`` parts and thought
-   signatures;
+   signatures; and reasoning written inline in any string, in the tags and channels of every
+   common model family (:mod:`bf_assets.curate.inline_reasoning`);
 3. mask the values of secret-named keys, and clean every string (keys included):
 
    * a string holding a JSON document (tool-call ``arguments``, a tool output that prints
@@ -31,6 +32,7 @@ copy (:class:`CleanedItems`); what each counted is counted again for every occur
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import json
@@ -40,13 +42,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import ahocorasick
 import orjson
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
+from bf_assets.curate.inline_reasoning import KINDS as INLINE_REASONING_KINDS
+from bf_assets.curate.inline_reasoning import strip_inline_reasoning
 from bf_assets.curate.memo import CountingMemo
 from bf_assets.curate.scanmemo import json_digest
-from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text
-from bf_assets.redact.engine import is_marker
+from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text, secret_spans
+from bf_assets.redact.engine import Span, is_marker, merge_spans
 
 # Verifier-only or gold content that must never reach a training row, beyond the contract's
 # banned keys.
@@ -113,6 +118,7 @@ REASONING_KINDS = (
     ENCRYPTED,
     REASONING_FIELD,
     GEMINI_THOUGHT,
+    *INLINE_REASONING_KINDS,
 )
 # keys that are private reasoning wherever they appear
 REASONING_KEYS = {
@@ -194,53 +200,187 @@ def reasoning_key_kind(parent: dict[str, Any], key: str, value: Any) -> str | No
 
 # --------------------------------------------------------------------------- host paths
 
-_B = r"(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"  # a boundary, a glued flag
-_S = r"(?:\\{1,3}/|/)"  # a slash, or a JSON-escaped one
+# A separator in every spelling a path takes in published text: plain, JSON-escaped (``\/``,
+# ``\\``), ``\u``-escaped, URL-encoded (once or twice), as an HTML entity.
+_SL = r"(?:/|\\{1,3}/|%(?:25)?2[Ff]|\\{1,2}u002[Ff]|&#0*47;|&#[xX]0*2[Ff];|&sol;)"
+_BSL = r"(?:\\{1,4}|%(?:25)?5[Cc]|\\{1,2}u005[Cc]|&#0*92;|&#[xX]0*5[Cc];|&bsol;)"
+_S = _SL + r"{1,2}"  # a slash, doubled or not
+# a path's leading slash (doubled, but not the ``//`` of a URL's ``scheme://``)
+_LEAD = r"(?:(?<!:)" + _SL + r"{2}|" + _SL + r")"
+# a boundary or a glued flag before a leading separator (the lookahead first: a regex that
+# starts with it skips every other position at once)
+_B = r"(?=[/\\%&])(?:(?<![\w/.~<>\\-])|(?<=(?<![\w-])-[A-Za-z])|(?<=\\[nrt]))"
 _USER = r"[A-Za-z0-9._-]{1,64}(?![A-Za-z0-9._-])"
-_WIN_SEP = r"(?:\\{1,4}|/)"
+# a directory name (a volume's may hold spaces when a separator follows)
+_SEG = r"(?:[A-Za-z0-9._-]{1,64}(?:[ ][A-Za-z0-9._-]{1,64}){1,3}(?=/|\\)|[A-Za-z0-9._-]{1,64})"
+_WIN_SEP = r"(?:" + _BSL + r"|" + _SL + r"{1,2})"
+_WIN_CHAR = r"(?:(?!%(?:25)?(?:5[Cc]|2[Ff])|&#|\\u00)[^\\/\s\"'<>|*?:])"
 _WIN_USER = (
-    r"[^\\/\s\"'<>|*?:]{1,64}(?:[ ][^\\/\s\"'<>|*?:]{1,64}){0,3}(?=\\|/)|[^\\/\s\"'<>|*?:]{1,64}"
+    r"(?:"
+    + _WIN_CHAR
+    + r"{1,64}(?:[ ]"
+    + _WIN_CHAR
+    + r"{1,64}){0,3}(?=\\|/|%|&)|"
+    + _WIN_CHAR
+    + r"{1,64})"
 )
+_COLON = r"(?::|%(?:25)?3[Aa]|\\{1,2}u003[Aa]|&#0*58;|&colon;)"
 _END = r"(?![A-Za-z0-9._-])"
+_HOMEDIR = r"(?:home\d{0,2}|homes|Users)"
+# mount points under which a home directory lies, lower-case ``users`` included
+# (``/mnt/data/users/u``, ``/Volumes/Disk/Users/u``, ``/net/host/home/u``, ``/nfs/homes/u``)
+_NET_ROOT = (
+    r"(?:mnt|nfs|net|Volumes|volume\d{1,2}|export|scratch|storage|gpfs|lustre|afs|media|run"
+    + _S
+    + r"media)"
+)
+# other roots a home directory lies under (``/usr/home/u``, ``/usr/local/home/u``,
+# ``/var/home/u``, ``/srv/home/u``, ``/cygdrive/c/Users/u``, Git Bash ``/c/Users/u``); a web
+# root's ``/var/www/home/…`` is not one
+_LOCAL_ROOT = (
+    r"(?:(?:usr(?:"
+    + _S
+    + r"local)?|var|srv|cygdrive"
+    + _S
+    + r"[A-Za-z])"
+    + _S
+    + r"|[a-z]"
+    + _S
+    + r"(?=Users))"
+)
+# a UNC share, ``\\server\share`` (plain, JSON-escaped, encoded), with the home directory
+# below it when there is one.  A server's and a share's names have two characters at least
+# and the path ends at a separator, a quote, a space or the text's end: the device
+# namespaces ``\\.\`` and ``\\?\`` name no server (``\\?\UNC\server\share`` does), and
+# a regex or LaTeX in a raw string (``r"\\text\s*{"``) is no share.
+_UNC_HOST = r"[A-Za-z0-9][A-Za-z0-9.$-]{1,62}"
+_UNC_NAME = r"[A-Za-z0-9_.-][^\\/\s\"'<>|*?:%&(){}\[\]]{1,79}(?![*?:({\[|])"
+
+
+def _unc(lead: str, sep: str) -> str:
+    home = sep + r"(?:Users|users|home|homes)" + sep + _UNC_NAME
+    return (
+        lead
+        + r"(?:\?"
+        + sep
+        + r"UNC"
+        + sep
+        + r")?"
+        + _UNC_HOST
+        + sep
+        + r"(?:(?:Users|users|home|homes)"
+        + sep
+        + _UNC_NAME
+        + r"|"
+        + _UNC_NAME
+        + r"(?:"
+        + home
+        + r")?)"
+    )
+
+
+_UNC = (
+    r"(?=[\\%])(?<![\w\\])(?:"
+    + _unc(r"\\\\(?!\\)", r"\\(?!\\)")
+    + r"|"
+    + _unc(r"\\{4}(?!\\)", r"\\{2}(?!\\)")
+    + r"|"
+    + _unc(r"(?:%(?:25)?5[Cc]|\\u005[Cc]){2}", r"(?:%(?:25)?5[Cc]|\\u005[Cc])")
+    + r")"
+)
 # (compiled pattern, replacement): applied in order.
 HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?i)\bfile:(?:\\?/){2}[^\s\"'<>)\]}`|]*"), "<FILE_URI>"),
-    (re.compile(_B + r"(?:\\{1,3})?/srv" + _S + r"bench" + _END), "<BENCH_ROOT>"),
+    (
+        re.compile(r"(?i)\bfile(?::|%3a)(?:\\?/|%2f){2}(?:[^\s\"'<>)\]}`|%]|%(?!2[27]))*"),
+        "<FILE_URI>",
+    ),
+    (re.compile(r"(?i)\b(?:smb|cifs|afp|nfs)://[^\s\"'<>)\]}`|]*"), HOST_PATH_PLACEHOLDER),
+    (re.compile(_B + _LEAD + r"srv" + _S + r"bench" + _END), "<BENCH_ROOT>"),
     (
         re.compile(
-            r"(?i)(?<![\w])[A-Z]:"
+            r"(?i)(?=[A-Z][:%\\&])(?<![\w])[A-Z]"
+            + _COLON
             + _WIN_SEP
-            + r"(?:Users|Documents and Settings)"
+            + r"(?:(?:cygwin(?:64)?|msys(?:64|32|2)?)"
             + _WIN_SEP
-            + r"(?:"
+            + r"home|Users|Documents and Settings)"
+            + _WIN_SEP
             + _WIN_USER
-            + r")"
         ),
         "<HOME>",
     ),
     (
         re.compile(
             _B
-            + r"(?:\\{1,3})?/(?:mnt"
+            + _LEAD
+            + r"(?:"
+            + _NET_ROOT
+            + r"(?:"
             + _S
-            + r"[A-Za-z]"
+            + _SEG
+            + r"){0,2}"
             + _S
-            + r"(?:Users|home)"
-            + r"|home|Users|var"
-            + _S
-            + r"home)"
+            + r"(?:"
+            + _HOMEDIR
+            + r"|users|user)|(?:"
+            + _LOCAL_ROOT
+            + r")?"
+            + _HOMEDIR
+            + r")"
             + _S
             + _USER
         ),
         "<HOME>",
     ),
+    # root's home (``/root``, macOS ``/var/root``)
+    (
+        re.compile(
+            _B
+            + _LEAD
+            + r"(?:(?:private"
+            + _S
+            + r")?var"
+            + _S
+            + r")?root(?![A-Za-z0-9_-])(?!\.[A-Za-z0-9_])"
+        ),
+        "<HOME>",
+    ),
     (re.compile(r"(?i)\\\\wsl(?:\$|\.localhost)\\[^\\\s]+\\home\\[^\\\s\"']{1,64}"), "<HOME>"),
+    # machine-local mounts: a macOS volume, a WSL or Cygwin drive, a user's runtime dir or
+    # removable media, an automounted or AFS host
+    (
+        re.compile(
+            _B
+            + _LEAD
+            + r"(?:Volumes"
+            + _S
+            + _SEG
+            + r"|(?:mnt|cygdrive)"
+            + _S
+            + r"[A-Za-z](?![A-Za-z0-9._-])|run"
+            + _S
+            + r"user"
+            + _S
+            + r"\d{1,10}|(?:run"
+            + _S
+            + r")?media"
+            + _S
+            + _SEG
+            + r"|(?:net|afs)"
+            + _S
+            + _SEG
+            + r")"
+        ),
+        HOST_PATH_PLACEHOLDER,
+    ),
+    (re.compile(_UNC), HOST_PATH_PLACEHOLDER),
     (re.compile(r"(?<![\w~/\\.$-])~[A-Za-z_][A-Za-z0-9._-]{0,31}(?=/|\\/)"), "<HOME>"),
     (re.compile(r"(?<=\bcd )~[A-Za-z_][A-Za-z0-9._-]{0,31}(?![A-Za-z0-9._-])"), "<HOME>"),
     (
         re.compile(
             _B
-            + r"(?:\\{1,3})?/(?:private"
+            + _LEAD
+            + r"(?:private"
             + _S
             + r")?var"
             + _S
@@ -253,11 +393,13 @@ HOST_PATH_RULES: list[tuple[re.Pattern[str], str]] = [
         "<TMP>",
     ),
     (
-        re.compile(_B + r"(?:\\{1,3})?/(?:private" + _S + r")?(?:var" + _S + r")?tmp" + _END),
+        re.compile(_B + _LEAD + r"(?:private" + _S + r")?(?:var" + _S + r")?tmp" + _END),
         "<TMP>",
     ),
 ]
-_PATH_HINT = re.compile(r"/|\\|~|file:")
+# what a text must hold for any rule to match: the first character of a separator in one of
+# its spellings (``/``, ``\\``, ``%2F``, ``&#47;``…) or a tilde
+_PATH_HINT = re.compile(r"[/\\~%&]")
 
 
 @dataclass(slots=True)
@@ -306,15 +448,24 @@ class CleaningError(ValueError):
     """Redaction never settled: the value keeps producing new matches."""
 
 
+def _then_separator(*names: str) -> tuple[str, ...]:
+    """``names``, each followed by the first character of a separator in any spelling."""
+    return tuple(n + c for n in names for c in "/\\%&")
+
+
 # Per rule of HOST_PATH_RULES: literals one of which every match holds, and whether they are
 # compared case-insensitively (then only in an ASCII text: the regex folds more than ASCII).
 # A rule is not run on a text that holds none of its literals.
 HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
-    (("file:",), True),
+    (("file:", "file%3a"), True),
+    (("smb:", "cifs:", "afp:", "nfs:"), True),
     (("srv",), False),
-    (("users", "documents and settings"), True),
-    (("home", "Users"), False),
+    (("users", "documents and settings", "home"), True),
+    (("home", "users", *_then_separator("user")), True),
+    (("/root", "froot", "Froot", ";root"), False),  # after a separator's last character
     (("wsl",), True),
+    (("Volumes", "mnt", "cygdrive", "media", *_then_separator("run", "net", "afs")), False),
+    (("\\\\", "%5c", "%255c", "u005c"), True),
     (("~",), False),
     (("~",), False),
     (("folders",), False),
@@ -322,21 +473,40 @@ HOST_PATH_NEEDS: list[tuple[tuple[str, ...], bool]] = [
 ]
 
 
+def _needs_automaton() -> ahocorasick.Automaton:
+    """Every rule's literals, lower-cased, each with the indices of the rules that need it."""
+    by_literal: dict[str, set[int]] = {}
+    for i, (needs, _) in enumerate(HOST_PATH_NEEDS):
+        for n in needs:
+            by_literal.setdefault(n.lower(), set()).add(i)
+    automaton = ahocorasick.Automaton()
+    for literal, rules in by_literal.items():
+        automaton.add_word(literal, frozenset(rules))
+    automaton.make_automaton()
+    return automaton
+
+
+_NEEDS = _needs_automaton()
+
+
 def host_path_rules_for(text: str) -> Iterator[tuple[re.Pattern[str], str]]:
     """The rules of :data:`HOST_PATH_RULES` that can match ``text`` (in order): none without
-    a slash, backslash or tilde, and none whose literals ``text`` does not hold."""
+    a separator or a tilde, and none whose literals ``text`` does not hold.  An ASCII text
+    is lower-cased and walked once for every rule's literals (a case-sensitive rule may then
+    run on a text that holds its literal in another case: its regex decides)."""
     if not _PATH_HINT.search(text):
         return
-    lower: str | None = None
+    if text.isascii():
+        found: set[int] = set()
+        for _, rules in _NEEDS.iter(text.lower()):
+            found |= rules
+        for i, rule in enumerate(HOST_PATH_RULES):
+            if i in found:
+                yield rule
+        return
     for rule, (needs, fold) in zip(HOST_PATH_RULES, HOST_PATH_NEEDS, strict=True):
-        if fold:
-            if text.isascii():
-                lower = text.lower() if lower is None else lower
-                if not any(n in lower for n in needs):
-                    continue
-        elif not any(n in text for n in needs):
-            continue
-        yield rule
+        if fold or any(n in text for n in needs):  # the regex folds more than ASCII
+            yield rule
 
 
 def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
@@ -432,6 +602,83 @@ def redact_text_stable(text: str, counts: Counter[str]) -> str:
         if again == out:
             return out
         counts.update(more)
+        out = again
+    raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _odd_backslashes_before(text: str, i: int, floor: int) -> bool:
+    """Whether ``text[i]`` is escaped: an odd run of backslashes ends just before it."""
+    j = i
+    while j > floor and text[j - 1] == "\\":
+        j -= 1
+    return (i - j) % 2 == 1
+
+
+def _escape_at(text: str, i: int, floor: int) -> int:
+    """The length of the JSON escape starting at ``i`` (0: none starts there)."""
+    if text[i] != "\\" or _odd_backslashes_before(text, i, floor) or i + 1 >= len(text):
+        return 0
+    return 6 if text[i + 1] == "u" else 2
+
+
+def _escape_covering(text: str, pos: int, floor: int) -> tuple[int, int] | None:
+    """The escape sequence ``pos`` lies strictly inside (after its first character), if any."""
+    for j in range(max(floor, pos - 5), pos):
+        n = _escape_at(text, j, floor)
+        if n and j < pos < j + n:
+            return j, j + n
+    return None
+
+
+def json_text_spans(text: str, spans: list[Span]) -> list[Span]:
+    """``spans`` of a serialized JSON document cut to the inside of the string literals they
+    touch and widened to whole escape sequences, so a placeholder never splits an escape or
+    a quote and the document still parses; a span outside every string is dropped."""
+    if not spans:
+        return []
+    literals = [(m.start() + 1, m.end() - 1) for m in _JSON_STRING.finditer(text)]
+    starts = [a for a, _ in literals]
+    out: list[Span] = []
+    for s, e, prio, kind in spans:
+        k = max(0, bisect.bisect_right(starts, s) - 1)
+        while k < len(literals) and literals[k][0] < e:
+            ls, le = literals[k]
+            k += 1
+            a, b = max(s, ls), min(e, le)
+            if a >= b:
+                continue
+            inside = _escape_covering(text, a, ls)
+            if inside is not None:
+                a = inside[0]
+            inside = _escape_covering(text, b, ls)
+            if inside is not None:
+                b = inside[1]
+            out.append((a, min(b, le), prio, kind))
+    return merge_spans(out) if out else out
+
+
+def redact_json_text_stable(text: str, counts: Counter[str]) -> str:
+    """:func:`redact_text_stable` for a serialized JSON document: what the rules find across
+    its strings (a flag and its value in an argument list) is redacted inside the string
+    literals only, so the document stays valid JSON."""
+    out = text
+    for _ in range(MAX_REDACTION_PASSES):
+        spans = json_text_spans(out, secret_spans(out))
+        parts, last = [], 0
+        found: Counter[str] = Counter()
+        for s, e, _, kind in spans:
+            parts.append(out[last:s])
+            parts.append(PLACEHOLDER.format(kind=kind))
+            last = e
+            found[kind] += 1
+        parts.append(out[last:])
+        again = "".join(parts)
+        if again == out:  # nothing found, or only placeholders found again
+            return out
+        counts.update(found)
         out = again
     raise CleaningError(f"redaction did not settle after {MAX_REDACTION_PASSES} passes")
 
@@ -540,7 +787,11 @@ def _clean_string(text: str) -> tuple[str, CleanStats]:
         cleaned = Cleaner(delta).value(parsed)
         if cleaned != parsed:
             out = _dumps_like(text, cleaned)
-    out = redact_text_stable(out, delta.redactions)
+    out = strip_inline_reasoning(out, delta.reasoning)
+    if parsed is _KEEP:
+        out = redact_text_stable(out, delta.redactions)
+    else:
+        out = redact_json_text_stable(out, delta.redactions)
     out = strip_host_paths(out, delta)
     if parsed is _KEEP:
         out = _embedded(out, delta)

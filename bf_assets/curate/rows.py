@@ -7,8 +7,12 @@ dropped; only ``response_meta {id, model, finish_reason, usage}`` is kept.
 
 Tool-call ``arguments`` are parsed before cleaning (so they are cleaned as values: banned
 keys, secret-named keys, strings) and published as one compact JSON text of the cleaned
-object, which the schema types as Arrow JSON (:mod:`bf_assets.curate.schema`); inside the
-``trajectory`` JSON they are embedded as objects.
+object: a string column in ``rollouts`` and ``prime_sft``, Arrow JSON in ``trl_sft``
+(:mod:`bf_assets.curate.schema`); inside the ``trajectory`` JSON they are embedded as objects.
+
+``prompt`` is the conversation's initial prompt (its leading system and user messages) and
+``completion`` the rest, so ``messages == prompt + completion`` on every row, as verifiers
+and Prime-RL read them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from bf_assets.curate.candidate import Candidate
+from bf_assets.curate.candidate import RESULT_FILE, Candidate
 from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
@@ -209,6 +213,66 @@ def step_json(step: dict[str, Any]) -> bytes:
     )
 
 
+PROMPT_ROLES = frozenset({"system", "developer", "user"})
+
+
+def split_initial_prompt(
+    messages: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(prompt, completion)`` of a conversation: the leading system/developer/user
+    messages (system prompt and instruction), then everything from the first other turn.
+    Both are copies (their strings shared): a row's columns never share a mutable value."""
+    k = 0
+    while k < len(messages) and messages[k].get("role") in PROMPT_ROLES:
+        k += 1
+    copied = [_copy_message(m) for m in messages]
+    return copied[:k], copied[k:]
+
+
+def _copy_message(m: dict[str, Any]) -> dict[str, Any]:
+    calls = m.get("tool_calls")
+    if not calls:
+        return dict(m)
+    return {
+        **m,
+        "tool_calls": [{**tc, "function": dict(tc["function"])} for tc in calls],
+    }
+
+
+def flat_tool_defs(tools: Any) -> list[Any]:
+    """Tool definitions in the flat verifiers form ``{name, description, parameters,
+    strict?}`` (OpenAI ``{type: function, function: {…}}`` entries unwrapped)."""
+    out: list[Any] = []
+    for t in tools if isinstance(tools, list) else []:
+        fn = t.get("function") if isinstance(t, dict) else None
+        src = fn if isinstance(fn, dict) else t
+        if not isinstance(src, dict):
+            out.append(src)
+            continue
+        flat = {
+            "name": src.get("name"),
+            "description": src.get("description") or "",
+            "parameters": src.get("parameters") or {},
+        }
+        if "strict" in src:
+            flat["strict"] = src["strict"]
+        out.append(flat)
+    return out
+
+
+def error_text(err: Any) -> str | None:
+    """verifiers' ``error`` (None, a string, or ``{error, error_chain_str, …}``) as one
+    message, None when there was none."""
+    if err is None or err == "" or err == {}:
+        return None
+    if isinstance(err, dict):
+        for key in ("error_chain_str", "error", "message"):
+            if isinstance(err.get(key), str) and err[key]:
+                return err[key]
+        return orjson.dumps(err).decode()
+    return err if isinstance(err, str) else orjson.dumps(err).decode()
+
+
 def example_id(task_id: Any) -> int:
     """verifiers ``example_id`` of a task: stable across splits and releases (48 bits, so
     it is exact as a JavaScript number too)."""
@@ -244,6 +308,18 @@ def timing(raw: Any) -> dict[str, float | None]:
 # --------------------------------------------------------------------------- the row
 
 
+def reviewed_bytes(cand: Candidate, rel: str, sha256: str | None) -> None:
+    """Raise :class:`CurationError` unless ``sha256`` (of the bytes curation just read from
+    ``rel``) is the digest the review recorded for that file: what is published must be
+    what was reviewed, so a file rewritten since (even to the same size and time) or one
+    the review holds no digest of excludes the trial."""
+    known = cand.file_sha(rel)
+    if known is None:
+        raise CurationError(f"{rel} has no digest from the review: it cannot be shown unchanged")
+    if sha256 != known:
+        raise CurationError(f"{rel} changed since the trial was reviewed")
+
+
 def _candidate(review: TrialReview | Candidate) -> Candidate:
     return review if isinstance(review, Candidate) else Candidate.from_review(review)
 
@@ -261,8 +337,9 @@ def build_row(
 
     ``stats`` accumulates what cleaning did; ``on_step(i, step)`` receives every cleaned
     step (the ``trl_sft`` projection uses it); ``texts``: cleaned long strings shared with
-    other trials' rows.  Raises :class:`CurationError` when the trial's row cannot be read
-    or changed since it was reviewed.
+    other trials' rows.  Raises :class:`CurationError` when the trial's row cannot be read,
+    or when a file it reads (``results.jsonl``, ``result.json``) is not the one the review
+    read (its digest differs from the review's, or the review recorded none).
     """
     cand = _candidate(review)
     tdir = Path(trial_dir)
@@ -290,15 +367,14 @@ def build_row(
     problems = [i.message for i in read.issues] + [i.message for r in read.rows for i in r.issues]
     if problems or len(read.rows) != 1 or not isinstance(read.rows[0].top, dict):
         raise CurationError(f"{ROWS_FILE} is not exactly one readable row: {'; '.join(problems)}")
-    known = cand.file_sha(ROWS_FILE)
-    if known is not None and known != read.stats.sha256:
-        raise CurationError(f"{ROWS_FILE} changed since the trial was reviewed")
+    reviewed_bytes(cand, ROWS_FILE, read.stats.sha256)
     top = read.rows[0].top
     if not read.rows[0].trajectory_is_list:
         raise CurationError("the row's trajectory is not a list")
     info = top.get("info") if isinstance(top.get("info"), dict) else {}
-    result = read_document(tdir / "result.json", root, limits).value
-    result = result if isinstance(result, dict) else {}
+    doc = read_document(tdir / RESULT_FILE, root, limits)
+    reviewed_bytes(cand, RESULT_FILE, doc.stats.sha256 if doc.present else None)
+    result = doc.value if isinstance(doc.value, dict) else {}
 
     body = cleaner.value(
         {
@@ -307,6 +383,7 @@ def build_row(
             "tools": top.get("tool_defs") or top.get("tools") or [],
             "metrics": top.get("metrics") if isinstance(top.get("metrics"), dict) else {},
             "stop_condition": top.get("stop_condition"),
+            "error": error_text(top.get("error")),
             "finished_at": result.get("finished_at"),
             "timing": top.get("timing") or result.get("timing"),
             "ident": {
@@ -319,9 +396,18 @@ def build_row(
             },
         },
     )
-    prompt = norm_messages(body["prompt"])
-    completion = norm_messages(body["completion"])
-    messages = (last["prompt"] + last["completion"]) if last else prompt + completion
+    messages = (
+        (last["prompt"] + last["completion"])
+        if last
+        else norm_messages(body["prompt"]) + norm_messages(body["completion"])
+    )
+    prompt, completion = split_initial_prompt(messages)
+    is_completed = top.get("is_completed")
+    if not isinstance(is_completed, bool):
+        is_completed = body["stop_condition"] is not None
+    is_truncated = top.get("is_truncated")
+    if not isinstance(is_truncated, bool):
+        is_truncated = bool(last.get("is_truncated")) if last else False
     ident = body["ident"]
     slot = ident["slot"]
     findings = sorted({str(c) for c in cand.finding_checks if c})
@@ -349,6 +435,9 @@ def build_row(
         "timing": timing(body["timing"]),
         "training_ready": bool(info.get("training_ready")) and cand.training_ready,
         "stop_condition": body["stop_condition"],
+        "is_completed": is_completed,
+        "is_truncated": is_truncated,
+        "error": body["error"] if isinstance(body["error"], str) else None,
         "example_id": example_id(slot[0]),
         "task": VERIFIERS_TASK,
         "answer": "",  # the gold answer is banned from every row (checks.md)
@@ -369,6 +458,7 @@ def build_row(
         "completion": completion,
         "messages": messages,
         "tools": orjson.dumps(body["tools"]).decode(),
+        "tool_defs": orjson.dumps(flat_tool_defs(body["tools"])).decode(),
         "trajectory": (b"[" + b",".join(chunks) + b"]").decode(),
         "n_steps": len(chunks),
         "n_tool_calls": n_calls,
@@ -403,6 +493,21 @@ def prime_sft_row(row: dict[str, Any]) -> dict[str, Any]:
         "tools",
     )
     return {k: row[k] for k in keys}
+
+
+def task_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The ``tasks`` row of a rollout's task (verifiers environment dataset row)."""
+    info = orjson.loads(row["info"])
+    return {
+        "task_id": row["task_id"],
+        "example_id": row["example_id"],
+        "prompt": row["prompt"],
+        "answer": "",  # withheld, as in every row
+        "info": orjson.dumps(
+            {k: info.get(k) for k in ("task_id", "task_digest", "source_ref")}
+        ).decode(),
+        "task": row["task"],
+    }
 
 
 def trl_sft_rows(row: dict[str, Any], steps: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,9 @@
 string columns parsed, and every string that holds a JSON document parsed and walked in
 turn) and reports what survived.  Secrets are looked for with a detector independent of the
 redactor (:mod:`bf_assets.curate.second_look`, detect-secrets' plugins); banned keys and
-private reasoning in any provider's shape are ``PUBLISH_BANNED_KEY``.  Evidence never carries
+private reasoning in any provider's shape are ``PUBLISH_BANNED_KEY``; reasoning written inline
+in text (think tags, a gpt-oss analysis channel, :mod:`bf_assets.curate.inline_reasoning`) is
+``PUBLISH_REASONING``.  Evidence never carries
 the secret or the path itself, only where and what kind (the plugin's name for a secret).
 """
 
@@ -30,6 +32,7 @@ from bf_assets.curate.clean import (
     reasoning_name_kind,
     text_key,
 )
+from bf_assets.curate.inline_reasoning import reasoning_kinds_in
 from bf_assets.curate.scanmemo import Attempt, ScanMemo
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
 from bf_assets.curate.second_look import detect
@@ -41,7 +44,8 @@ HOST_PATH = "PUBLISH_HOST_PATH"
 BANNED_KEY = "PUBLISH_BANNED_KEY"
 SCHEMA = "PUBLISH_SCHEMA"
 NOT_READY = "PUBLISH_NOT_READY"
-PUBLISH_CHECKS = (SECRET, HOST_PATH, BANNED_KEY, SCHEMA, NOT_READY)
+REASONING = "PUBLISH_REASONING"
+PUBLISH_CHECKS = (SECRET, HOST_PATH, BANNED_KEY, REASONING, SCHEMA, NOT_READY)
 
 _SHA = re.compile(r"^sha256:[0-9a-f]{64}$")
 _JSON_COLUMNS = ("json_list", "json_object")
@@ -61,20 +65,22 @@ def host_paths_in(text: str) -> list[str]:
     return [ph for pattern, ph in host_path_rules_for(text) if pattern.search(text)]
 
 
-TextCache = dict[bytes, tuple[tuple[str, ...], tuple[str, ...]]]
+Hits = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+TextCache = dict[bytes, Hits]
 
 
-def text_hits(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(secret detectors that fired, host-path placeholders)`` found in ``text``."""
-    return tuple(detect(text)), tuple(host_paths_in(text))
+def text_hits(text: str) -> Hits:
+    """``(secret detectors that fired, host-path placeholders, inline reasoning kinds)``
+    found in ``text``."""
+    return tuple(detect(text)), tuple(host_paths_in(text)), tuple(reasoning_kinds_in(text))
 
 
 # Short strings recur across rows, shards, the card and the manifest: scanned once each.
 _short_hits = functools.lru_cache(maxsize=SHORT_CACHE_ENTRIES)(text_hits)
 
 
-def _text_hits(text: str, cache: TextCache | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``(secret kinds, host-path placeholders)`` found in ``text``, cached by content."""
+def _text_hits(text: str, cache: TextCache | None) -> Hits:
+    """:func:`text_hits` of ``text``, cached by content."""
     if len(text) < CACHE_MIN_CHARS:
         return _short_hits(text)
     if cache is None:
@@ -116,7 +122,7 @@ class _Findings:
 
     def key(self, key: str, v: Any, parent: dict[str, Any], cache: TextCache | None) -> None:
         facts = key_rules(key)
-        kinds, paths = _text_hits(key, cache)
+        kinds, paths, thoughts = _text_hits(key, cache)
         if facts.banned:
             self.add(BANNED_KEY, f"banned key {key!r}", key)
         elif facts.reasoning and (kind := reasoning_name_kind(parent, key, v)):
@@ -125,17 +131,22 @@ class _Findings:
             self.add(SECRET, f"detect-secrets {kind} fires in a key", kind)
         for ph in paths:
             self.add(HOST_PATH, f"an absolute host path ({ph}) survives in a key", ph)
+        for kind in thoughts:
+            self.add(REASONING, f"inline private reasoning ({kind}) survives in a key", kind)
         if facts.host_path_key and isinstance(v, str) and v.startswith(("/", "~")):
             self.add(HOST_PATH, f"host path under {key!r}", key)
         if facts.secret_key and isinstance(v, str) and v and not _is_marker(v):
             self.add(SECRET, f"value of secret-named key {key!r}", f"key {key}")
 
     def text(self, v: str, cache: TextCache | None) -> None:
-        kinds, paths = _short_hits(v) if len(v) < CACHE_MIN_CHARS else _text_hits(v, cache)
+        hits = _short_hits(v) if len(v) < CACHE_MIN_CHARS else _text_hits(v, cache)
+        kinds, paths, thoughts = hits
         for kind in kinds:
             self.add(SECRET, f"detect-secrets {kind} fires", kind)
         for ph in paths:
             self.add(HOST_PATH, f"an absolute host path ({ph}) survives", ph)
+        for kind in thoughts:
+            self.add(REASONING, f"inline private reasoning ({kind}) survives", kind)
 
 
 # Stack entries whose key is one of these are not a key and its value: a dict that is a list
@@ -256,6 +267,8 @@ def _value_problems(col: Column, v: Any, row: dict[str, Any]) -> list[str]:
         isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
     ):
         return [f"{name} is not a finite number"]
+    if kind == "bool" and not isinstance(v, bool):
+        return [f"{name} is not a boolean"]
     if kind == "true" and v is not True:
         return [f"{name} is not true"]
     if kind == "outcome" and v not in {o.value for o in HEALTHY_OUTCOMES}:
@@ -312,7 +325,16 @@ def schema_problems(row: dict[str, Any], config: str) -> list[str]:
         roles = [m.get("role") for m in row["completion"] if isinstance(m, dict)]
         if roles != ["assistant"]:
             out.append("completion is not exactly one assistant message")
+    if (
+        config == "rollouts"
+        and all(isinstance(row.get(k), list) for k in MESSAGE_COLUMNS)
+        and row["messages"] != row["prompt"] + row["completion"]
+    ):
+        out.append("messages is not prompt + completion")
     return out
+
+
+MESSAGE_COLUMNS = ("prompt", "completion", "messages")
 
 
 def not_ready_problems(row: dict[str, Any]) -> list[str]:

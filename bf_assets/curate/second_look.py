@@ -8,6 +8,11 @@ but three: ``ArtifactoryDetector`` (its unanchored ``AP…`` pattern flags ordin
 capitalised words), the two high-entropy-string plugins (they flag every hash and base64
 blob a trajectory holds) and ``IPPublicDetector`` (an address is not a credential).
 
+One detector of ours rides along: :func:`bf_assets.redact.structural.credential_shapes`
+finds what is credential-shaped without any vendor name or context (a short prefix and a
+random body, an opaque binary base64 blob, a private key with or without its armour); it
+reports ``StructuralDetector (<kind>)``.
+
 The keyword plugin runs line by line, as detect-secrets runs it on a file, with its
 quotes-required patterns (detect-secrets' choice for text of unknown type) and its own
 heuristic filters; the other plugins run on the whole string.  A hit whose value is one of
@@ -50,8 +55,10 @@ from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
 from bf_assets.redact.decode import iter_decoded_views, may_hold_encoding
+from bf_assets.redact.structural import credential_shapes
 
 KEYWORD_TYPE = "Secret Keyword"
+STRUCTURAL = "StructuralDetector"
 
 
 class ProviderKeyDetector(RegexBasedDetector):
@@ -105,7 +112,7 @@ PLUGINS: tuple[BasePlugin, ...] = (
     TelegramBotTokenDetector(),
     TwilioKeyDetector(),
 )
-PLUGIN_NAMES = tuple(sorted({type(p).__name__ for p in PLUGINS} | {"KeywordDetector"}))
+PLUGIN_NAMES = tuple(sorted({type(p).__name__ for p in PLUGINS} | {"KeywordDetector", STRUCTURAL}))
 # Lines the keyword plugin can match contain one of its words (its patterns are
 # case-insensitive): the rest are never handed to it.
 _KEYWORD_HINT = re.compile(r"(?i)key|pass|pwd|secret|contrase")
@@ -178,28 +185,41 @@ def _denylists() -> tuple[re.Pattern[str], ...] | None:
 _DENYLISTS = _denylists()
 
 
-def _plugin_hits(text: str) -> list[str]:
+def _plugin_found(text: str) -> list[tuple[str, str]]:
+    """``(plugin (secret type), value)`` of every plugin hit."""
     if _DENYLISTS is not None and not any(rx.search(text) for rx in _DENYLISTS):
         return []
     return [
-        f"{type(plugin).__name__} ({plugin.secret_type})"
+        (f"{type(plugin).__name__} ({plugin.secret_type})", value)
         for plugin in PLUGINS
         for value in plugin.analyze_string(text)
         if value and not _ours(value)
     ]
 
 
+def _plugin_hits(text: str) -> list[str]:
+    return [name for name, _ in _plugin_found(text)]
+
+
 def _hits(text: str) -> list[str]:
-    out = _plugin_hits(text)
+    """detect-secrets' and the structural detector's hits in ``text`` itself."""
+    found = _plugin_found(text)
+    out = [name for name, _ in found]
     out.extend(f"KeywordDetector ({t})" for t in _keyword_hits(text))
+    values = [v for _, v in found]
+    for kind, s, e in credential_shapes(text):
+        shape = text[s:e]
+        if not any(shape in v or v in shape for v in values):  # one finding a secret
+            out.append(f"{STRUCTURAL} ({kind})")
     return out
 
 
 def detect(text: str) -> list[str]:
-    """The detect-secrets secret types found in ``text`` (one entry per hit, no values),
-    and, marked ``(decoded)``, those found only in its decoded views
-    (:func:`bf_assets.redact.decode.iter_decoded_views`: URL encoding, escapes, HTML entities,
-    base64, quoted or wrapped lines), so that an encoded secret blocks a release too."""
+    """The secret types found in ``text`` by detect-secrets and by the structural detector
+    (one entry per hit, no values), and, marked ``(decoded)``, those found only in its
+    decoded views (:func:`bf_assets.redact.decode.iter_decoded_views`: URL encoding,
+    escapes, HTML entities, base64, quoted or wrapped lines), so that an encoded secret
+    blocks a release too."""
     if not text or len(text) < 8:
         return []
     out = _hits(text)

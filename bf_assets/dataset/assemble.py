@@ -29,6 +29,7 @@ from bf_assets.dataset.quarantine import (
 )
 from bf_assets.dataset.release import Reasons, ReleaseAssessment, ReleaseReason, assess_release
 from bf_assets.dataset.report import report_parts
+from bf_assets.dataset.results import ResultsTable, dataset_results
 from bf_assets.dataset.store import TrialStore, full_review, stored_json
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -144,7 +145,12 @@ class DatasetReview:
             },
             "release_verdict": self.release_verdict,
             "release_reasons": reason_lines(self.assessment.decisive()),
+            "results": self.results().to_dict(),
         }
+
+    def results(self) -> ResultsTable:
+        """The clean results table of this review's decision (``bf_assets.dataset.results``)."""
+        return dataset_results(self)
 
 
 REASON_EXAMPLES = 3
@@ -252,8 +258,10 @@ def report_pieces(
     tasks_dir: str | None = None,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
+    clean: Callable[[str], str] | None = None,
 ) -> Iterator[str]:
-    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``)."""
+    """The report of ``ds`` a piece at a time (``bf_assets.dataset.report.report_parts``;
+    ``clean``: the published report's cleaning of every value it shows)."""
     cmd = ["bf-assets", "review", *roots]
     if tasks_dir:
         cmd += ["--tasks", tasks_dir]
@@ -273,6 +281,8 @@ def report_pieces(
         assessment=ds.assessment,
         entries=ds.entries,
         decision=ds.decision,
+        clean=clean,
+        results=ds.results(),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any, BinaryIO, ParamSpec
 
 from bf_assets.contract import Outcome
 from bf_assets.ingest.identity import normalize_harness, normalize_skill_mode
+from bf_assets.ingest.models import canonical_model
 from bf_assets.review.record import TrialReview
 
 # A trial's identity across the whole review: ``(job_key, rollout)``.
@@ -58,7 +59,7 @@ def make_cell(task: Any, harness: Any, model: Any, skill_mode: Any, sandbox: Any
     return Cell(
         task=_text(task),
         harness=normalize_harness(harness),
-        model=_text(model),
+        model=canonical_model(_text(model)),
         skill_mode=normalize_skill_mode(skill_mode),
         sandbox=sb.lower() if sb else None,
     )

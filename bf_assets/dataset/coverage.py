@@ -7,9 +7,12 @@ Rules (``checks.md`` §2 dataset level, ``plan-format.md``):
   through ``datetime.fromisoformat``, naive = UTC, unknown = oldest; ties broken by rollout
   then job), fill the slots in order.  Slots left over take the newest unhealthy attempts
   (state ``unhealthy``, ``COVERAGE_UNHEALTHY``), then stay ``missing`` (``COVERAGE_MISSING``);
-  both are blockers for a ``required`` cell, warnings otherwise.  Every attempt that fills
-  nothing is *superseded* (``COVERAGE_DUPLICATE`` info on it) and is attached, round-robin,
-  to the cell's slots, which then carry the ``duplicate`` marker.
+  both are blockers for a ``required`` cell, warnings otherwise.  An infra-failed attempt
+  (unhealthy with attribution ``experiment_fidelity``, a ``GATE_INFRA_ERROR``, or
+  ``incomplete``) followed by a newer healthy attempt of its cell is that attempt's retry's
+  predecessor: it never fills a slot.  Every attempt that fills nothing is *superseded*
+  (``COVERAGE_DUPLICATE`` info on it) and is attached, round-robin, to the cell's slots,
+  which then carry the ``duplicate`` marker.
 * Stale (``COVERAGE_STALE`` warning on the trial): the sha after ``@`` in ``source_ref``
   differs from the plan's ``resolved_sha`` (a prefix of at least 7 characters matches), or
   the repo before ``@`` is another than the plan's; without a plan source the sha is compared
@@ -20,7 +23,10 @@ Rules (``checks.md`` §2 dataset level, ``plan-format.md``):
   changes a verdict) but does not count toward ``coverage_ratio``, which is fresh healthy
   slots over planned slots.
 * Trials of a cell the plan does not list are ``unplanned``: reported, never exported.
-  Without a plan the cells are the observed ones, ``trials: 1``, none required.
+  Without a plan the cells are the observed ones, none required, and every attempt of a
+  cell is a trial of its own (benchmarks run k attempts on purpose: pass@k): ``trials`` is
+  the number of its attempts but the infra-failed ones a healthy retry followed.  Only a
+  plan asks for fewer (``trials: 1``: the newest healthy attempt; the others superseded).
 * Oracle and no-op trials are probe lanes, not model data.  ``TASK_ORACLE_FAILED``: an
   oracle reward (``oracle_rewards[task]``, given by the caller: reviews carry no reward)
   below 1.0 or missing.  ``TASK_NOOP_PASSED``: a ``nop``/``null``/``noop`` trial whose
@@ -207,12 +213,37 @@ def _stale_trials(
     return out
 
 
+def _infra_failed(r: TrialReview) -> bool:
+    """An attempt the experiment broke (a rerun is its remedy), not the model."""
+    if r.healthy:
+        return False
+    if r.outcome == Outcome.INCOMPLETE or r.attribution == "experiment_fidelity":
+        return True
+    return any(f.check == "GATE_INFRA_ERROR" for f in r.findings)
+
+
+def retried_attempts(attempts: list[TrialReview]) -> set[TrialKey]:
+    """The infra-failed attempts of one cell that a newer healthy attempt followed."""
+    out: set[TrialKey] = set()
+    healthy_seen = False
+    for a in newest_first(attempts):
+        if a.healthy:
+            healthy_seen = True
+        elif healthy_seen and _infra_failed(a):
+            out.add(trial_key(a))
+    return out
+
+
 def _fill_cell(
-    pc: PlannedCell, attempts: list[TrialReview], stale: Mapping[TrialKey, str]
+    pc: PlannedCell,
+    attempts: list[TrialReview],
+    stale: Mapping[TrialKey, str],
+    retried: set[TrialKey] | frozenset[TrialKey] = frozenset(),
 ) -> tuple[list[SlotRow], list[TrialKey]]:
     ordered = newest_first(attempts)
     healthy = [a for a in ordered if a.healthy]
-    others = [a for a in ordered if not a.healthy]
+    others = [a for a in ordered if not a.healthy and trial_key(a) not in retried]
+    replaced = [a for a in ordered if not a.healthy and trial_key(a) in retried]
     fill: list[tuple[str, TrialReview | None]] = []
     used_other = 0
     for i in range(pc.trials):
@@ -224,7 +255,7 @@ def _fill_cell(
             used_other += 1
         else:
             fill.append((MISSING, None))
-    surplus = [trial_key(a) for a in healthy[pc.trials :] + others[used_other:]]
+    surplus = [trial_key(a) for a in healthy[pc.trials :] + others[used_other:] + replaced]
     attached: list[list[TrialKey]] = [[] for _ in range(pc.trials)]
     for n, key in enumerate(surplus):
         attached[n % pc.trials].append(key)
@@ -348,15 +379,20 @@ def compute_coverage(
     by_cell: dict[Cell, list[TrialReview]] = defaultdict(list)
     for r in model:
         by_cell[cell_of(r)].append(r)
+    retried = {c: retried_attempts(attempts) for c, attempts in by_cell.items()}
     if plan is not None:
         planned = plan.cells()
-    else:
-        planned = [PlannedCell(c, 1, False) for c in sorted(by_cell, key=_sort_cell)]
+    else:  # every attempt a trial, but those a healthy retry replaced
+        planned = [
+            PlannedCell(c, max(1, len(by_cell[c]) - len(retried[c])), False)
+            for c in sorted(by_cell, key=_sort_cell)
+        ]
     stale = _stale_trials(by_cell, plan)
     rows: list[SlotRow] = []
     superseded: list[TrialKey] = []
     for pc in planned:
-        cell_rows, surplus = _fill_cell(pc, by_cell.get(pc.cell, []), stale)
+        done = retried.get(pc.cell, frozenset())
+        cell_rows, surplus = _fill_cell(pc, by_cell.get(pc.cell, []), stale, done)
         rows.extend(cell_rows)
         superseded.extend(surplus)
     planned_set = {pc.cell for pc in planned}

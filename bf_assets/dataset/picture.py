@@ -4,6 +4,11 @@ Rows are task × skill mode, columns harness × model × sandbox × trial index.
 coloured by its slot state; a blue dot marks a slot with superseded attempts, a dashed
 purple outline an unplanned trial, and an empty grid square a combination that is not in
 the plan at all.  Every cell carries a ``<title>`` tooltip with the slot and its trial.
+
+Every label and tooltip from trial data or the plan (task, skill mode, harness, model,
+sandbox, plan name, trial names) goes through ``clean`` first when one is given (the
+published report's cleaning), and is XML-escaped after: a picture shows what the text of
+the report around it shows, never more.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import base64
 import math
 from collections import Counter
+from collections.abc import Callable
 from html import escape as _html_escape
 
 from bf_assets.dataset.common import show, show_key
@@ -95,13 +101,25 @@ def _keys(rows: list[SlotRow]) -> tuple[list[RowKey], list[ColKey]]:
     return rk, ck
 
 
-def _tooltip(r: SlotRow) -> str:
-    lines = [r.label(), f"state: {r.state}" + (" (required)" if r.required else "")]
+Clean = Callable[[str], str]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _slot_label(r: SlotRow, clean: Clean) -> str:
+    """``SlotRow.label`` of cleaned parts."""
+    return " / ".join(clean(show(x)) for x in r.cell.astuple()) + f" #{r.trial_index}"
+
+
+def _tooltip(r: SlotRow, clean: Clean = _same) -> str:
+    lines = [_slot_label(r, clean), f"state: {r.state}" + (" (required)" if r.required else "")]
     if r.trial:
-        lines.append(f"trial: {show_key(r.trial)}")
+        lines.append(f"trial: {clean(show_key(r.trial))}")
     lines.append(f"attempts in cell: {r.attempts}")
     if r.superseded:
-        lines.append("superseded: " + superseded_text(r))
+        lines.append("superseded: " + clean(superseded_text(r)))
     return "\n".join(lines)
 
 
@@ -154,10 +172,10 @@ def _superseded_dot(x: float, y: float, size: float, pad: float) -> str:
     )
 
 
-def _cell(r: SlotRow, x: float, y: float, size: float) -> list[str]:
+def _cell(r: SlotRow, x: float, y: float, size: float, clean: Clean) -> list[str]:
     pad = 1.5
     inner = size - 2 * pad
-    out = [f"<g><title>{escape(_tooltip(r))}</title>"]
+    out = [f"<g><title>{escape(_tooltip(r, clean))}</title>"]
     if r.state == UNPLANNED:
         out.append(
             f'<rect x="{x + pad + 1}" y="{y + pad + 1}" width="{inner - 2}" height="{inner - 2}" '
@@ -175,14 +193,23 @@ def _cell(r: SlotRow, x: float, y: float, size: float) -> list[str]:
     return out
 
 
-def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None) -> str:
-    """Render the coverage matrix; the picture is sized to the number of rows and columns."""
+def coverage_svg(
+    coverage: Coverage,
+    *,
+    cell: int = 24,
+    title: str | None = None,
+    clean: Clean | None = None,
+) -> str:
+    """Render the coverage matrix; the picture is sized to the number of rows and columns.
+    ``clean`` cleans every label from trial data or the plan before it is drawn (and before
+    a long one is shortened)."""
+    c = clean or _same
     rows = coverage.rows
     rk, ck = _keys(rows)
     folded = len(ck) > MAX_COLUMNS
     if folded:
         ck = sorted({(h, m, sb, None) for h, m, sb, _ in ck})
-    name = coverage.plan.name if coverage.plan is not None else "observed cells (no plan)"
+    name = c(coverage.plan.name) if coverage.plan is not None else "observed cells (no plan)"
     ratio = coverage.coverage_ratio
     s = coverage.summary
     head = title or (
@@ -191,8 +218,9 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         + ("" if coverage.min_coverage is None else f", floor {coverage.min_coverage:.0%}")
         + (" (trials folded per column)" if folded else "")
     )
-    row_labels = [f"{t}  ·  {m}" for t, m in rk]
-    col_labels = [_column_label(h, m, sb, i) for h, m, sb, i in ck]
+    row_labels = [f"{c(t)}  ·  {c(m)}" for t, m in rk]
+    col_parts = [(c(h), c(m), c(sb), i) for h, m, sb, i in ck]
+    col_labels = [_column_label(*parts) for parts in col_parts]
     sin, cos = math.sin(math.radians(ANGLE)), math.cos(math.radians(ANGLE))
     longest = max((_width(c) for c in col_labels), default=0.0)
     left = 16 + max((_width(r) for r in row_labels), default=0.0) + 10
@@ -237,7 +265,7 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         y = top - 6
         out.append(
             f'<text x="{x:.1f}" y="{y:.1f}" fill="{INK}" transform="rotate(-{ANGLE} {x:.1f} {y:.1f})">'
-            f"<title>{escape(' · '.join(map(str, ck[ci])))}</title>{escape(label)}</text>"
+            f"<title>{escape(' · '.join(map(str, col_parts[ci])))}</title>{escape(label)}</text>"
         )
     for ri, label in enumerate(row_labels):
         y = top + ri * cell + cell / 2 + 4
@@ -273,9 +301,9 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
         if folded:
             groups.setdefault((ri, ci), []).append(r)
         else:
-            out.extend(_cell(r, left + ci * cell, top + ri * cell, cell))
+            out.extend(_cell(r, left + ci * cell, top + ri * cell, cell, c))
     for (ri, ci), rs in groups.items():
-        out.extend(_folded_cell(rs, left + ci * cell, top + ri * cell, cell))
+        out.extend(_folded_cell(rs, left + ci * cell, top + ri * cell, cell, c))
     y = top + grid_h + 24
     i = 0
     for widths in per_line:
@@ -292,7 +320,7 @@ def coverage_svg(coverage: Coverage, *, cell: int = 24, title: str | None = None
     return "\n".join(out)
 
 
-def _folded_cell(rs: list[SlotRow], x: float, y: float, size: float) -> list[str]:
+def _folded_cell(rs: list[SlotRow], x: float, y: float, size: float, clean: Clean) -> list[str]:
     """The square of a folded column: a band per state, as tall as its share of the slots,
     a black border when a slot is required and the dot when one has superseded attempts."""
     pad = 1.5
@@ -300,7 +328,9 @@ def _folded_cell(rs: list[SlotRow], x: float, y: float, size: float) -> list[str
     counts = Counter(r.state for r in rs)
     order = [*FOLD_ORDER, *sorted(k for k in counts if k not in FOLD_ORDER)]
     c = rs[0].cell
-    where = " · ".join(map(show, (c.task, c.skill_mode, c.harness, c.model, c.sandbox)))
+    where = " · ".join(
+        clean(show(v)) for v in (c.task, c.skill_mode, c.harness, c.model, c.sandbox)
+    )
     tip = [
         where,
         f"{len(rs)} trial slots: " + ", ".join(f"{k} {counts[k]}" for k in order if counts[k]),

@@ -1,12 +1,18 @@
 """The dataset review report in Markdown, in the order of ``checks.md`` §3.
 
 Blockers, Coverage (with the matrix picture), Evidence, Residual risk, then the verdict.
+
+Every value from trial data or user input is written through one
+:class:`~bf_assets.dataset.reportmarkup.MarkdownValues` (``values``): cleaned first when the
+report is published (its ``clean``), then escaped for Markdown and HTML; the coverage
+picture's labels go through the same cleaning.  A trial's findings show their check and
+message, never their evidence.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from heapq import nsmallest
 from itertools import islice
 from typing import Any
@@ -31,10 +37,13 @@ from bf_assets.dataset.coverage import (
     superseded_text,
 )
 from bf_assets.dataset.decide import ExportDecision
+from bf_assets.dataset.liftpicture import lift_svg
 from bf_assets.dataset.parity import ParityReport
 from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
 from bf_assets.dataset.release import ReleaseAssessment
+from bf_assets.dataset.reportmarkup import Markdown, MarkdownValues
+from bf_assets.dataset.results import ACCEPTED, ResultsTable, results_pieces
 from bf_assets.findings import sort_findings
 from bf_assets.review.record import TrialReview
 
@@ -51,9 +60,7 @@ RESIDUAL_RISK = (
 )
 
 
-def _c(value: Any) -> str:
-    text = show(value) if value is None or value == "" else str(value)
-    return text.replace("|", "\\|").replace("\n", " ").replace("`", "'")
+PLAIN = MarkdownValues()  # the local report: values escaped, not cleaned
 
 
 def _table(
@@ -61,15 +68,17 @@ def _table(
     rows: Iterable[Sequence[Any]],
     limit: int = ROW_LIMIT,
     total: int | None = None,
+    values: MarkdownValues = PLAIN,
 ) -> str:
-    """A Markdown table of the first ``limit`` rows; the others are counted (``total``: how
-    many ``rows`` would give, so the rest are never made), never kept."""
+    """A Markdown table of the first ``limit`` rows, each cell written through ``values``;
+    the others are counted (``total``: how many ``rows`` would give, so the rest are never
+    made), never kept."""
     it = iter(rows)
     shown = list(islice(it, limit))
     if not shown:
         return "_none_\n"
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_c(x) for x in r) + " |" for r in shown]
+    out += ["| " + " | ".join(values.cell(x) for x in r) + " |" for r in shown]
     more = total - len(shown) if total is not None else sum(1 for _ in it)
     if more:
         out.append(f"\n… {more} more rows not shown")
@@ -77,9 +86,12 @@ def _table(
 
 
 def _lines(parts: Iterable[str]) -> Iterator[str]:
-    """``"\n".join(parts)`` a part at a time."""
+    """``"\n".join(parts)`` a part at a time (each part as it is: a :class:`Markdown` one
+    stays one)."""
     for i, p in enumerate(parts):
-        yield p if i == 0 else "\n" + p
+        if i:
+            yield "\n"
+        yield p
 
 
 def _where(file: str | None, line: int | None) -> str:
@@ -89,7 +101,10 @@ def _where(file: str | None, line: int | None) -> str:
 
 
 def _blockers(
-    reviews: Sequence[TrialReview], coverage: Coverage, parity: ParityReport | None
+    reviews: Sequence[TrialReview],
+    coverage: Coverage,
+    parity: ParityReport | None,
+    v: MarkdownValues,
 ) -> Iterator[str]:
     parts = ["## Blockers\n"]
     ds = [f for f in coverage.findings if f.severity == Severity.BLOCKER]
@@ -115,7 +130,7 @@ def _blockers(
         return
     if ds:
         parts.append("\n### Dataset level\n")
-        parts.extend(f"- `{f.check}`: {f.message}" for f in ds)
+        parts.extend(f"- {v.code(f.check)}: {v.text(f.message)}" for f in ds)
         parts.append("")
     if pblock:
         parts.append("\n### Sandbox parity (telemetry populated on one backend only)\n")
@@ -123,6 +138,7 @@ def _blockers(
             _table(
                 ["pair", "item", "docker", "daytona", "lacking"],
                 [(r.pair.label(), r.item, r.docker, r.daytona, r.lacking) for r in pblock],
+                values=v,
             )
         )
     if trial_rows:
@@ -133,6 +149,7 @@ def _blockers(
             _table(
                 ["check", "trials", "example"],
                 [(c, len(ks), show_key(sorted(ks)[0])) for c, ks in summary],
+                values=v,
             )
         )
         parts.append("\nEach rejected trial and its first blocker:\n")
@@ -141,6 +158,7 @@ def _blockers(
                 ["trial", "blocker checks", "first blocker (where)"],
                 nsmallest(ROW_LIMIT, trial_rows),  # sorted(trial_rows)[:ROW_LIMIT]
                 total=len(trial_rows),
+                values=v,
             )
         )
     yield from parts
@@ -164,6 +182,7 @@ def _coverage(
     verdicts: Mapping[TrialKey, str],
     quarantine: Mapping[TrialKey, QuarantineEntry],
     reviews: Sequence[TrialReview],
+    v: MarkdownValues,
 ) -> Iterator[str]:
     """The Coverage section's parts (``"\\n"``-joined, :func:`_lines`)."""
     s = coverage.summary
@@ -173,7 +192,7 @@ def _coverage(
     yield "## Coverage\n"
     yield (
         (
-            f"Plan **{name}**."
+            f"Plan **{v.text(name)}**."
             if name
             else "No experiment plan: every observed cell is expected once, none required."
         )
@@ -189,7 +208,9 @@ def _coverage(
         f"\nCoverage ratio (fresh healthy / planned slots): **{ratio_txt}** ({floor_txt}){below}.\n"
     )
     if coverage.rows:
-        yield (f"![coverage matrix]({svg_data_uri(coverage_svg(coverage))})\n")
+        svg = coverage_svg(coverage, clean=v.clean)  # labels cleaned like the text
+        # Markdown made of cleaned values: a text cleaner has nothing to read in its base64
+        yield Markdown(f"![coverage matrix]({svg_data_uri(svg)})\n")
     yield ("### Slots by task, skill mode and trial\n")
     yield (
         _table(
@@ -206,6 +227,7 @@ def _coverage(
             ],
             _group_counts(coverage.planned_rows()),
             limit=400,
+            values=v,
         )
     )
     problems = [r for r in coverage.planned_rows() if r.state != HEALTHY or r.duplicate]
@@ -225,21 +247,26 @@ def _coverage(
                 for r in problems
             ),
             total=len(problems),
+            values=v,
         )
     )
     if coverage.stale:
         yield ("\n### Stale trials\n")
         yield (
-            _table(["trial", "why"], [(show_key(k), w) for k, w in sorted(coverage.stale.items())])
+            _table(
+                ["trial", "why"],
+                [(show_key(k), w) for k, w in sorted(coverage.stale.items())],
+                values=v,
+            )
         )
     if coverage.unplanned:
         yield ("\n### Unplanned trials (reported, not exported)\n")
-        yield from (f"- `{show_key(k)}`" for k in coverage.unplanned[:ROW_LIMIT])
+        yield from (f"- {v.code(show_key(k))}" for k in coverage.unplanned[:ROW_LIMIT])
         yield ("")
     counts = Counter(verdicts.get(trial_key(r), r.verdict) for r in reviews if is_model_trial(r))
     yield (
         "\n### Held out\n\nEffective verdicts of model trials: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none")
+        + (", ".join(f"{v.text(k)} {n}" for k, n in sorted(counts.items())) or "none")
         + ".\n"
     )
     if quarantine:
@@ -250,6 +277,7 @@ def _coverage(
                     (show_key(k), e.action, e.reason, e.by, e.at)
                     for k, e in sorted(quarantine.items())
                 ],
+                values=v,
             )
         )
 
@@ -261,15 +289,16 @@ def _evidence(
     parity: ParityReport | None,
     verdicts: Mapping[TrialKey, str],
     unmatched: Sequence[QuarantineEntry],
+    v: MarkdownValues,
 ) -> str:
     parts = ["## Evidence\n", "Run roots:\n"]
-    parts.extend(f"- `{r}`" for r in roots)
+    parts.extend(f"- {v.code(r)}" for r in roots)
     n_files = sum(len(r.files) for r in reviews)
     size = sum(f.size or 0 for r in reviews for f in r.files)
     layouts = Counter(r.layout for r in reviews)
     parts.append(
         f"\nTrials reviewed: {len(reviews)} ("
-        + ", ".join(f"{k} {v}" for k, v in sorted(layouts.items()))
+        + ", ".join(f"{v.text(k)} {n}" for k, n in sorted(layouts.items()))
         + f"); files inventoried: {n_files} ({size:,} bytes).\n"
     )
     refs = Counter(r.identity.source_ref for r in reviews if r.identity.source_ref)
@@ -279,13 +308,13 @@ def _evidence(
             digests[show(r.identity.task_id)].add(r.identity.task_digest)
     parts.append(
         "Source refs: "
-        + (", ".join(f"`{k}` ({v})" for k, v in sorted(refs.items())) or "_none recorded_")
+        + (", ".join(f"{v.code(k)} ({n})" for k, n in sorted(refs.items())) or "_none recorded_")
         + "."
     )
     multi = {t: d for t, d in digests.items() if len(d) > 1}
     parts.append(
         f"Task digests recorded for {len(digests)} task(s)"
-        + (f"; several digests for: {', '.join(sorted(multi))}" if multi else "")
+        + (f"; several digests for: {', '.join(map(v.text, sorted(multi)))}" if multi else "")
         + ".\n"
     )
     parts.append("### Trials\n")
@@ -317,6 +346,7 @@ def _evidence(
                 for r in nsmallest(ROW_LIMIT, reviews, key=trial_key)  # sorted(...)[:ROW_LIMIT]
             ),
             total=len(reviews),
+            values=v,
         )
     )
     if parity is not None:
@@ -339,26 +369,33 @@ def _evidence(
                     for r in parity.rows
                 ),
                 total=len(parity.rows),
+                values=v,
             )
         )
     if unmatched:
         parts.append("\n### Quarantine entries that name no reviewed trial\n")
         parts.extend(
-            f"- entry {e.index}: `{e.trial}` ({e.action}, {e.by}, {e.at})" for e in unmatched
+            f"- entry {e.index}: {v.code(e.trial)} ({v.text(e.action)}, {v.text(e.by)}, "
+            f"{v.text(e.at)})"
+            for e in unmatched
         )
         parts.append("")
-    parts.append("\n### Reproduce\n\n```sh\n" + command + "\n```\n")
+    parts.append("\n### Reproduce\n\n" + v.fence(command, "sh"))
     return "\n".join(parts)
 
 
-def _export(decision: ExportDecision) -> str:
+def _export(decision: ExportDecision, v: MarkdownValues) -> str:
     """The export decision: how many trials are exported, and each excluded one with why."""
     exported = decision.exported
     excluded = decision.excluded
     counts = Counter(d.reason for d in excluded)
     parts = [
         f"\n### Export\n\n**{len(exported)}** trials exported; {len(excluded)} excluded"
-        + (": " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) if counts else "")
+        + (
+            ": " + ", ".join(f"{v.text(k)} {n}" for k, n in sorted(counts.items()))
+            if counts
+            else ""
+        )
         + ".\n"
     ]
     parts.append(
@@ -366,13 +403,17 @@ def _export(decision: ExportDecision) -> str:
             ["trial", "reason", "detail"],
             ((show_key(d.key), d.reason, d.detail) for d in excluded),
             total=len(excluded),
+            values=v,
         )
     )
     return "\n".join(parts) + "\n"
 
 
 def _residual(
-    coverage: Coverage, reviews: Sequence[TrialReview], parity: ParityReport | None
+    coverage: Coverage,
+    reviews: Sequence[TrialReview],
+    parity: ParityReport | None,
+    v: MarkdownValues,
 ) -> str:
     parts = ["## Residual risk\n"]
     parts.extend(f"- {r}" for r in RESIDUAL_RISK)
@@ -383,7 +424,8 @@ def _residual(
     no_noop = [t for t in tasks if t not in coverage.noop_tasks]
     if no_oracle:
         parts.append(
-            f"- No oracle lane for {len(no_oracle)} task(s) ({', '.join(no_oracle[:10])}"
+            f"- No oracle lane for {len(no_oracle)} task(s) "
+            f"({', '.join(map(v.text, no_oracle[:10]))}"
             f"{', …' if len(no_oracle) > 10 else ''}): a broken verifier or environment is not ruled out."
         )
     if no_noop:
@@ -397,12 +439,22 @@ def _residual(
     return "\n".join(parts) + "\n"
 
 
-def _reasons(a: ReleaseAssessment) -> str:
+def _results(table: ResultsTable, v: MarkdownValues) -> list[str]:
+    """The Results section; the lift picture is drawn from cleaned labels and is a piece of
+    its own (:class:`Markdown`)."""
+    svg = lift_svg(table, population=ACCEPTED, clean=v.clean)
+    picture = Markdown(f"![skill lift heatmap]({svg_data_uri(svg)})\n")
+    return results_pieces(table, v.cell, v.text, picture=picture)
+
+
+def _reasons(a: ReleaseAssessment, v: MarkdownValues) -> str:
     decisive = a.decisive()
-    lines = ["Decided by:"] + [f"- {r.text()}" for r in decisive[:ROW_LIMIT]]
+    lines = ["Decided by:"] + [f"- {v.text(r.text())}" for r in decisive[:ROW_LIMIT]]
     if len(decisive) > ROW_LIMIT:
         lines.append(f"- … {len(decisive) - ROW_LIMIT} more")
-    lines.append("\nAll reasons by kind: " + ", ".join(f"{k} {n}" for k, n in a.counts().items()))
+    lines.append(
+        "\nAll reasons by kind: " + ", ".join(f"{v.text(k)} {n}" for k, n in a.counts().items())
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -420,30 +472,38 @@ def report_parts(
     entries: Sequence[QuarantineEntry] = (),
     title: str = "bf-assets dataset review",
     decision: ExportDecision | None = None,
+    clean: Callable[[str], str] | None = None,
+    results: ResultsTable | None = None,
 ) -> Iterator[str]:
     """The report a piece at a time (:func:`render_report` is their concatenation), so it is
     written, and cleaned, without ever being one string.  ``verdicts`` defaults to the
     effective verdicts after ``quarantine`` and the coverage findings; ``assessment`` (from
     ``assess_release``) explains the verdict; ``entries`` are the full quarantine file, to
-    list entries that matched nothing."""
+    list entries that matched nothing.  ``clean`` (the published report) cleans every value
+    from trial data or user input, the picture's labels included, before it is escaped.
+    ``results`` (``bf_assets.dataset.results``) adds the Results section after Coverage."""
+    v = MarkdownValues(clean)
     applied = dict(quarantine or {})
     if verdicts is None:
         verdicts = effective_verdicts(reviews, applied, coverage.trial_findings)
     unmatched = unmatched_entries(reviews, entries) if entries else []
-    yield f"# {title}\n"
+    yield f"# {v.text(title)}\n"
     yield "\n"
-    yield from _lines(_blockers(reviews, coverage, parity))
+    yield from _lines(_blockers(reviews, coverage, parity, v))
     yield "\n"
-    yield from _lines(_coverage(coverage, verdicts, applied, reviews))
+    yield from _lines(_coverage(coverage, verdicts, applied, reviews, v))
     if decision is not None:
-        yield _export(decision)
+        yield _export(decision, v)
+    if results is not None:
+        yield "\n"
+        yield from _results(results, v)
     yield "\n"
-    yield _evidence(reviews, roots, command, parity, verdicts, unmatched)
+    yield _evidence(reviews, roots, command, parity, verdicts, unmatched, v)
     yield "\n"
-    yield _residual(coverage, reviews, parity)
-    yield f"\n## Verdict\n\n**{release_verdict}**\n"
+    yield _residual(coverage, reviews, parity, v)
+    yield f"\n## Verdict\n\n**{v.text(release_verdict)}**\n"
     if assessment is not None and assessment.reasons:
-        yield "\n" + _reasons(assessment)
+        yield "\n" + _reasons(assessment, v)
 
 
 render_report = joined(report_parts)

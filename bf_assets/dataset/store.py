@@ -38,6 +38,7 @@ from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
+from bf_assets.review.story import TrialStory
 
 STORE_PREFIX = ".bf-trials-"
 
@@ -245,4 +246,5 @@ def full_review(slim: TrialReview | SlimReview, data: bytes) -> TrialReview:
         slim.review() if isinstance(slim, SlimReview) else slim,
         findings=[Finding.from_dict(f) for f in obj["findings"]],
         skills=obj.get("skills") or {},
+        story=TrialStory.from_dict(obj),
     )

@@ -1,8 +1,8 @@
 """Every gating asset check of the graph (all blocking, severity ERROR).
 
 On ``curated_rollouts``: ``PUBLISH_SECRET``, ``PUBLISH_HOST_PATH``, ``PUBLISH_BANNED_KEY``,
-``PUBLISH_SCHEMA``, ``PUBLISH_NOT_READY`` (``checks.md`` §2) and ``release_is_publishable``
-(§3), six checks of one multi-asset check (one step: the inputs are loaded once and the
+``PUBLISH_REASONING`` (``docs/checks.md``), ``PUBLISH_SCHEMA``, ``PUBLISH_NOT_READY``
+(``checks.md`` §2) and ``release_is_publishable`` (§3), seven checks of one multi-asset check (one step: the inputs are loaded once and the
 bundle is verified once against the dataset review's decision,
 ``bf_assets.publish.verify.verify_bundle``).  A failing check stops ``published_dataset``
 in the same run; a run that skips the checks meets the same verification inside
@@ -40,7 +40,7 @@ def gate_report(
     run_id: str | None = None,
 ) -> GateReport:
     """The bundle verification against the dataset review's decision, computed once per
-    bundle, decision and input tables in a process (the six checks and
+    bundle, decision and input tables in a process (the seven checks and
     ``published_dataset`` share it; with the in-process executor the bundle is scanned
     once and the candidates are built once per run)."""
     found = load_candidates(run_roots, review_report, raw_trials, run_id=run_id)

@@ -25,7 +25,6 @@ from bf_assets.batch.inventory import review_with_inventory
 from bf_assets.batch.summary import summarize
 from bf_assets.contract import Outcome, Severity, Verdict
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
-from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.ranges import backfill_partitions_per_run
 from bf_assets.defs.resources import RunRoots
@@ -269,9 +268,8 @@ def ingest_trials(
         if len(keys) == 1:
             yield dg.Output(tables[name], output_name=name, metadata=meta[name][keys[0]])
             continue
-        step = context.get_step_execution_context()
         for k, m in meta[name].items():
-            add_partition_metadata(step, dg.AssetKey(name), k, m)
+            context.add_asset_metadata(m, asset_key=dg.AssetKey(name), partition_key=k)
         yield dg.Output(tables[name], output_name=name)
 
 

@@ -41,7 +41,6 @@ from bf_assets.batch.ingest_state import partition_relpath
 from bf_assets.dataset.common import dump_parted, load_parted
 from bf_assets.dataset.memory import release_arrow_memory, trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
-from bf_assets.defs.metadata import add_partition_metadata
 from bf_assets.pages import early as early_pages
 
 PARTITION_COLUMN = "job"
@@ -293,7 +292,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
             context.add_output_metadata(self.get_metadata(context, obj))
             return
         for key, meta in per_partition.items():
-            add_partition_metadata(step, context.asset_key, key, meta)
+            step.add_asset_metadata(meta, asset_key=context.asset_key, partition_key=key)
 
     def load_input(self, context: dg.InputContext) -> Any:
         if (

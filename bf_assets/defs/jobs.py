@@ -25,6 +25,7 @@ release_job = dg.define_asset_job(
         "coverage",
         "sandbox_parity",
         "review_report",
+        "results",
         "trial_pages",
         "curated_rollouts",
         "published_dataset",

@@ -5,6 +5,10 @@ release verdict, ``bf_assets.publish.verify``) before writing anything, so a run
 selects only this asset, bypassing the blocking checks of ``checks.py``, still refuses bad
 data (in a process that already verified the same bundle and candidates, the checks' result
 is reused).  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
+
+Publishing goes Hub first, local last (:meth:`PublishTarget.publish`): a failed Hub push
+leaves the local folder on its previous release, and the step's failure says where each
+target stands (also as metadata: ``local_state``, ``hub_state``, ``hub_moved``).
 """
 
 import hashlib
@@ -28,7 +32,7 @@ from bf_assets.defs.io_managers import SOURCE_ATTR, PartitionTables
 from bf_assets.defs.resources import RunRoots, default_out_dir, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
-from bf_assets.publish.local import LocalFolderTarget, check_targets
+from bf_assets.publish.local import LocalFolderTarget, StagedRelease, check_targets
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.publish.targets import PublishError, PublishResult
@@ -50,6 +54,28 @@ def default_staging_dir() -> str:
     if os.environ.get(STAGING_DIR_ENV):
         return os.environ[STAGING_DIR_ENV]
     return str(local_warehouse() / "staging")
+
+
+class ReleasePublishError(PublishError):
+    """A release that did not complete on every target: ``reason`` (the error, e.g. the
+    Hub's status and message) and where each target stands (``local``, ``hub``; ``moved``:
+    a Hub target differs from what it was).  The message says all of it."""
+
+    def __init__(self, reason: str, *, local: str, hub: str | None, moved: bool = False) -> None:
+        super().__init__("; ".join(x for x in (reason, hub, local) if x))
+        self.reason = reason
+        self.local = local
+        self.hub = hub
+        self.moved = moved
+
+    def metadata(self) -> dict[str, dg.MetadataValue]:
+        """Where each target stands, for the step failure (read by ``bf-assets release``)."""
+        return {
+            "publish_error": dg.MetadataValue.text(self.reason),
+            "local_state": dg.MetadataValue.text(self.local),
+            "hub_state": dg.MetadataValue.text(self.hub or ""),
+            "hub_moved": dg.MetadataValue.bool(self.moved),
+        }
 
 
 class PublishTarget(dg.ConfigurableResource):
@@ -75,7 +101,10 @@ class PublishTarget(dg.ConfigurableResource):
     endpoint: str | None = Field(default=None, description="Hub endpoint (default the Hub).")
     license: str = Field(default="other", description="License id for the dataset card.")
     pretty_name: str = Field(default="Benchflow agent trajectories (bf-assets)")
-    tag_prefix: str = Field(default="release-", description="Release tags: <prefix><digest12>.")
+    tag_prefix: str = Field(
+        default="release-",
+        description="Release tags: <prefix><YYYYMMDD-HHMMSS>-<digest12> (sortable by date).",
+    )
     hub_max_attempts: int = Field(default=4, description="Attempts per Hub call (429/5xx).")
     hub_backoff_s: float = Field(default=1.0, description="First retry delay in seconds.")
 
@@ -107,11 +136,51 @@ class PublishTarget(dg.ConfigurableResource):
         check_targets(self.out_dir, self.hub_repo)
 
     def publish(self, bundle_dir: Path, tag: str) -> list[PublishResult]:
+        """Hub first, local last: the local release is written and checked beside the
+        folder, the Hub commit is made, verified and tagged, and only then does the folder
+        switch to the new release.  Raises :class:`ReleasePublishError`, which says where
+        each target stands, on any failure."""
         self.check()
-        results = [LocalFolderTarget(self.out_dir).publish(bundle_dir, tag)]
-        if self.hub_repo:
-            results.append(self.hub().publish(bundle_dir, tag))
-        return results
+        local = LocalFolderTarget(self.out_dir)
+        unchanged = f"the local release in {local.path} is unchanged"
+        try:
+            with local.staged(bundle_dir, tag) as release:
+                return self._publish_staged(release, bundle_dir, tag, unchanged)
+        except ReleasePublishError:
+            raise
+        except PublishError as exc:  # the local stage failed: nothing was sent anywhere
+            hub = "the Hub was not contacted" if self.hub_repo else None
+            raise ReleasePublishError(str(exc), local=unchanged, hub=hub) from None
+
+    def _publish_staged(
+        self, release: StagedRelease, bundle_dir: Path, tag: str, unchanged: str
+    ) -> list[PublishResult]:
+        from bf_assets.publish.hub import HubPublishError
+
+        results: list[PublishResult] = []
+        hub = self.hub() if self.hub_repo else None
+        if hub is not None:
+            try:
+                results.append(hub.publish(bundle_dir, tag))
+            except HubPublishError as exc:
+                raise ReleasePublishError(
+                    exc.reason, local=unchanged, hub=exc.outcome.describe(), moved=exc.outcome.moved
+                ) from None
+            except PublishError as exc:  # before any request (the bundle, the token)
+                raise ReleasePublishError(
+                    str(exc), local=unchanged, hub="the Hub is unchanged"
+                ) from None
+        try:
+            local_result = release.switch()
+        except PublishError as exc:
+            outcome = hub.outcome if hub is not None else None
+            raise ReleasePublishError(
+                str(exc),
+                local=unchanged,
+                hub=outcome.describe() if outcome is not None else None,
+                moved=outcome.moved if outcome is not None else False,
+            ) from None
+        return [local_result, *results]
 
 
 def _sources(frames: Mapping[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | None:
@@ -249,6 +318,8 @@ def published_dataset(
         )
     try:
         results = publish_target.publish(bundle_dir, tag)
+    except ReleasePublishError as exc:
+        raise dg.Failure(description=f"publishing failed: {exc}", metadata=exc.metadata()) from None
     except PublishError as exc:
         raise dg.Failure(description=f"publishing failed: {exc}") from None
     meta: dict[str, dg.MetadataValue] = {

@@ -17,8 +17,7 @@ last :data:`CHECKPOINT_SECONDS` (a connection marks its database written when it
 after each use, as a kept engine's pooled connection writes many times); Dagster's run-log
 watchers in the webserver wake on changes of the ``.db`` file, so a run's live log stays
 live, at most a second late.  SQLite's auto-checkpoint and the process's exit fold the log
-back too.  Dagster's SQLite storages also get one engine per database instead of one per
-use, and keep its connections (:mod:`bf_assets.defs.engines`).
+back too.
 
 What it trades: an application crash loses nothing; a power cut can lose the commits of the
 last moments, never the database.  That is the right trade for a project-local instance;
@@ -43,8 +42,6 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.pool import Pool
-
-from bf_assets.defs.engines import keep_engines
 
 WAL_ENV = "BF_SQLITE_WAL"
 KEEPERS = 16
@@ -85,7 +82,6 @@ def tune_sqlite_under(base_dir: str) -> None:
             event.listen(Pool, "connect", _on_connect)
             event.listen(Pool, "checkin", _on_checkin)
             _listening = True
-    keep_engines(is_tuned)  # and one engine per database, not one per use
 
 
 def is_tuned(path: str) -> bool:
@@ -121,8 +117,8 @@ def _on_connect(dbapi_conn: Any, record: Any) -> None:
 
 
 def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
-    """After each use of a tuned database's connection (a kept engine pools it for the next
-    use, bf_assets.defs.engines): the database was written, the checkpointer folds it back."""
+    """After each use of a tuned database's connection: the database was written, the
+    checkpointer folds it back."""
     path = record.info.get(_TUNED_PATH) if record is not None else None
     if path is not None:
         _keep(path)

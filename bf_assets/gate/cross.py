@@ -14,6 +14,7 @@ from typing import Any
 from bf_assets.findings import Finding, finding
 from bf_assets.gate.view import ResultView, get, num
 from bf_assets.ingest.identity import normalize_harness, posix_name
+from bf_assets.ingest.models import canonical_model
 from bf_assets.ingest.scan import LLM_FILE, ROWS_FILE, TrialData
 
 
@@ -101,7 +102,7 @@ def _model(
         )
         if isinstance(x, str) and x
     }
-    if len({x.strip().lower() for x in vals.values()}) > 1:
+    if len({canonical_model(x) for x in vals.values()}) > 1:
         yield _mismatch("model", vals)
         return
     declared = next(iter(vals.values()), None)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bf_assets.findings import Finding, finding, sort_findings
 from bf_assets.gate import artifacts, cross, result, row
+from bf_assets.gate.identity_secret import identity_secret_findings
 from bf_assets.gate.verdict import Classification, attribution_reason, classify, verdict_of
 from bf_assets.gate.view import ResultView, result_view
 from bf_assets.ingest.scan import TrialData
@@ -46,6 +47,11 @@ def check_layout(t: TrialData, v: ResultView) -> Iterator[Finding]:
         )
 
 
+def check_identity(t: TrialData, v: ResultView) -> list[Finding]:
+    """``IDENTITY_SECRET``: a credential-shaped string in a name the trial is shown by."""
+    return identity_secret_findings(t.ref, t.identity)
+
+
 # Every gate check, in report order.  Each takes the scanned trial (and the result view).
 FILE_CHECKS: tuple[Callable[[TrialData], Iterable[Finding]], ...] = (
     artifacts.check_link_escape,
@@ -56,6 +62,7 @@ FILE_CHECKS: tuple[Callable[[TrialData], Iterable[Finding]], ...] = (
     artifacts.check_rows_file,
 )
 VIEW_CHECKS: tuple[Callable[[TrialData, ResultView], Iterable[Finding]], ...] = (
+    check_identity,
     check_layout,
     result.check_result_metadata,
     check_trajectory_source,

@@ -50,9 +50,27 @@ _TRAJECTORY_BROKEN = frozenset(
         "GATE_LLM_INVALID",
     }
 )
+# What the result and the trajectories must record of any run that started: a trajectory
+# with no agent event or no provider exchange, no token usage anywhere, no timing or an
+# impossible one, no tool count beside recorded tool calls.  A cross-file disagreement is
+# not here: it may be a configuration error, not a lost record.
+_RECORD_BROKEN = frozenset(
+    {
+        "GATE_ACP_NO_AGENT_EVENTS",
+        "GATE_LLM_NO_EXCHANGE",
+        "GATE_LLM_NO_USAGE",
+        "GATE_TOKENS_MISSING",
+        "GATE_TIMING_MISSING",
+        "GATE_TIMING_INVALID",
+        "GATE_TOOLS_MISSING",
+    }
+)
 BROKEN_RECORDING: dict[str, frozenset[str]] = {
-    "production": _TRAJECTORY_BROKEN | {"GATE_ROWS_MISSING", "GATE_ROWS_INVALID"},
-    "flat": _TRAJECTORY_BROKEN,  # the flat schema has no results.jsonl by design
+    # production: also a row file that is absent, unparsable, empty or holds several rows
+    "production": _TRAJECTORY_BROKEN
+    | _RECORD_BROKEN
+    | {"GATE_ROWS_MISSING", "GATE_ROWS_INVALID", "GATE_ROWS_COUNT"},
+    "flat": _TRAJECTORY_BROKEN | _RECORD_BROKEN,  # no results.jsonl by design
     "harbor": frozenset(),
 }
 RECORDING_FILES = {

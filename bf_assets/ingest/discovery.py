@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bf_assets.contract import Layout
 from bf_assets.ingest.layout import (
@@ -468,7 +469,23 @@ def trial_tree(ref: TrialRef) -> str | None:
         digest_tree(h, ref.path, descend=descend, follow=within(ref.root))
     except (OSError, TreeTooBig):
         return None
+    _job_report_state(h, ref)
     return h.hexdigest()
+
+
+def _job_report_state(h: Any, ref: TrialRef) -> None:
+    """The job directory's ``review_report.json`` is read with the trial
+    (:mod:`bf_assets.ingest.upstream`): its stat is part of the trial's digest."""
+    from bf_assets.ingest.upstream import REVIEW_REPORT_FILE
+
+    parent = os.path.dirname(ref.path.rstrip("/"))
+    if not parent.startswith(ref.root.rstrip("/") + "/"):
+        return
+    try:
+        st = os.stat(os.path.join(parent, REVIEW_REPORT_FILE))
+    except OSError:
+        return
+    h.update(enc(f"job review report {st.st_size} {st.st_mtime_ns} {st.st_ino}\n"))
 
 
 def trial_fingerprint(ref: TrialRef, tree: str | None = None) -> str:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bf_assets.ingest.harnesses import ALIASES
+from bf_assets.ingest.models import canonical_model
 
 # Spellings of a harness -> its key: the harness table's aliases (Benchflow's AGENT_ALIASES
 # plus the spellings seen in run configs and Harbor trees).
@@ -35,7 +36,15 @@ _NO_SKILL = {
     "noskills",
     "noskill",
 }
-_SELF_GEN = {"self-gen", "self-generated", "self-generate", "selfgen"}
+_SELF_GEN = {
+    "self-gen",
+    "self-generated",
+    "self-generate",
+    "selfgen",
+    "self-generated-skills",
+    "no-skills-generate",
+}
+SELF_GENERATED = "self-generated"
 
 
 def normalize_harness(name: Any) -> str | None:
@@ -54,11 +63,18 @@ def normalize_skill_mode(mode: Any) -> str | None:
     if key in _NO_SKILL:
         return "no-skill"
     if key in _SELF_GEN:
-        return "self-gen"
+        return SELF_GENERATED
     return key
 
 
 _TRIAL_DIR = re.compile(r"^trial-(\d+)$")
+# A task copy or run tree of the self-generated mode: SkillsBench's
+# ``tasks_no_skills_generate/<task>``, Benchflow's ``_self_gen/`` artifact root.
+_PATH_SELF_GEN = re.compile(
+    r"(?i)(?:^|[/_\-])(?:no[_\-]?skills?[_\-]generate|self[_\-]?gen(?:erated?)?)(?:$|[/_\-])"
+)
+# The instruction that tells the agent to write its own skills before solving the task.
+_PROMPT_SELF_GEN = re.compile(r"(?i)\bgenerate\s+skills\s+first\b")
 # Skill-mode hints in Harbor run trees (no field records it there).
 _PATH_NO_SKILL = re.compile(
     r"(?:^|[/_\-])(no[_\-]?skills?|noskills|ablation-noskills[^/]*|byos|tasks-no-skills)(?:$|[/_\-])"
@@ -80,6 +96,7 @@ class Identity:
     task_digest: str | None = None
     started_at: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    model_raw: str | None = None  # the model as recorded; ``model`` is its canonical id
 
     def set(self, name: str, value: Any, source: str) -> None:
         """Set a field from the first source that has it."""
@@ -212,6 +229,12 @@ def identify(
         ident.set(
             "skill_mode", normalize_skill_mode(_get(c, "skill_mode")), "config.json:skill_mode"
         )
+        for doc, name in ((r, "result.json"), (c, "config.json")):
+            if _get(doc, "skill_source") == "self_generated":
+                ident.set("skill_mode", SELF_GENERATED, f"{name}:skill_source")
+        for where, name in ((_get(c, "task_path"), "config.json:task_path"), (rel_path, "path")):
+            if isinstance(where, str) and _PATH_SELF_GEN.search(where):
+                ident.set("skill_mode", SELF_GENERATED, name)
         ident.set("sandbox", _get(c, "environment"), "config.json:environment")
         ident.set(
             "sandbox",
@@ -236,11 +259,22 @@ def identify(
             if m:
                 ident.set("trial_index", int(m.group(1)), "path:trial-NN")
                 break
+    if isinstance(ident.model, str):  # one model, one id: the spelling stays on record
+        ident.model_raw = ident.model
+        ident.model = canonical_model(ident.model)
     return ident
 
 
 def _harbor_skill_mode(ident: Identity, r: Any, rel_path: str) -> None:
-    """Harbor records no skill mode: infer it from ``source``, then the run-tree path."""
+    """Harbor records no skill mode: infer it from the task path (a self-generated-skills
+    task copy), ``source``, then the run-tree path."""
+    for keys, name in (
+        (("task_id", "path"), "result.json:task_id.path"),
+        (("config", "task", "path"), "result.json:config.task.path"),
+    ):
+        where = _get(r, *keys)
+        if isinstance(where, str) and _PATH_SELF_GEN.search(where):
+            ident.set("skill_mode", SELF_GENERATED, name)
     src = _get(r, "source")
     if isinstance(src, str):
         if "no-skills" in src or "noskills" in src:
@@ -255,3 +289,17 @@ def _harbor_skill_mode(ident: Identity, r: Any, rel_path: str) -> None:
         ident.set("skill_mode", "no-skill", "path")
     elif _PATH_WITH_SKILL.search(low):
         ident.set("skill_mode", "with-skill", "path")
+
+
+def refine_skill_mode(ident: Identity, prompts: list[Any], source: str) -> None:
+    """A run whose prompt tells the agent to generate its own skills first is
+    ``self-generated``, whatever a path or a no-skill label said (a declared ``with-skill``
+    stays)."""
+    if ident.skill_mode not in (None, "no-skill"):
+        return
+    for text in prompts:
+        m = _PROMPT_SELF_GEN.search(text) if isinstance(text, str) else None
+        if m:
+            ident.skill_mode = SELF_GENERATED
+            ident.sources["skill_mode"] = f"{source}: {m.group(0)!r}"
+            return

@@ -543,6 +543,9 @@ def _invalid(issues: list[ReadIssue], error: str) -> ReadIssue:
 # --------------------------------------------------------------------------- documents
 
 
+RAW_KEEP_MAX_BYTES = 1024 * 1024  # a document's bytes kept for line citations
+
+
 @dataclass(slots=True)
 class Document:
     """A whole-file JSON document (config.json, result.json, ...)."""
@@ -551,6 +554,9 @@ class Document:
     issues: list[ReadIssue] = field(default_factory=list)
     stats: FileStats = field(default_factory=FileStats)
     present: bool = False
+    # The bytes of a small document (at most RAW_KEEP_MAX_BYTES), kept so a finding can
+    # cite the line of a key (bf_assets.ingest.jsonpos); None for a bigger one.
+    raw: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -591,6 +597,8 @@ def read_document(
     if CONTENT.search(data) is None:  # ``not data.strip()``, without the copy
         doc.issues.append(ReadIssue(IssueKind.INVALID_JSON, f"{_name(path)} is empty"))
         return doc
+    if len(data) <= RAW_KEEP_MAX_BYTES:
+        doc.raw = data
     doc.value, issues = parse_json_bytes(data, limits)
     doc.issues.extend(issues)
     return doc

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from bf_assets.ingest.ctrf import CTRF_FILE, CtrfFacts, ctrf_facts
 from bf_assets.ingest.discovery import TRIAL_ARTIFACT_DIRS, TRIAL_MARKERS, TrialRef
 from bf_assets.ingest.exchanges import (
     ExchangeLog,
@@ -28,7 +29,7 @@ from bf_assets.ingest.exchanges import (
 from bf_assets.ingest.forked import start_forked
 from bf_assets.ingest.harbor import HarborLog, scan_harbor
 from bf_assets.ingest.heap import settle_for_blocks
-from bf_assets.ingest.identity import Identity, identify
+from bf_assets.ingest.identity import Identity, identify, refine_skill_mode
 from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import (
@@ -45,6 +46,7 @@ from bf_assets.ingest.readers import (
     resolve_file,
 )
 from bf_assets.ingest.rowstream import RowsRead, read_rows
+from bf_assets.ingest.upstream import UpstreamFiles, read_upstream
 
 ACP_FILE = "trajectory/acp_trajectory.jsonl"
 LLM_FILE = "trajectory/llm_trajectory.jsonl"
@@ -150,6 +152,19 @@ class TrialData:
     file_issues: dict[str, list[ReadIssue]]  # per relative path, for documents and other files
     memo: dict[str, Any] = field(default_factory=dict)  # derived views, computed once per trial
     harbor: HarborLog = field(default_factory=HarborLog)  # Harbor agent logs (harbor layout)
+    ctrf: CtrfFacts | None = None  # verifier/ctrf.json, when the trial has one
+    read_files: tuple[str, ...] = ()  # the files the scan read (relative), in path order
+    upstream: UpstreamFiles = field(default_factory=UpstreamFiles)  # mounts, reviews, judge
+
+    def document(self, rel: str) -> Document | None:
+        """The JSON document of the trial cited as ``rel`` (result.json, an upstream file)."""
+        docs = {
+            "result.json": self.result,
+            "config.json": self.config,
+            "run_config.json": self.run_config,
+            "prompts.json": self.prompts,
+        }
+        return docs.get(rel) or self.upstream.documents.get(rel)
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -509,6 +524,7 @@ def scan_trial(
     listed: dict[str, list[os.DirEntry[str]]] = {}
     names = _listing(trial, listed)
     traj = _listing(_inside(trial, "trajectory"), listed) if "trajectory" in names else set()
+    verifier = _listing(_inside(trial, "verifier"), listed) if "verifier" in names else set()
 
     def doc(name: str) -> Document:
         return read_document(_inside(trial, name), root, limits) if name in names else Document()
@@ -538,6 +554,15 @@ def scan_trial(
             known[rel] = doc.stats
             if doc.issues:
                 file_issues[rel] = list(doc.issues)
+    ctrf = None
+    if "ctrf.json" in verifier:
+        report = read_document(_inside(trial, CTRF_FILE), root, limits)
+        if report.ok:
+            known[CTRF_FILE] = report.stats
+            ctrf = ctrf_facts(report.value)
+        else:  # optional verifier output: no finding, the story says why it has no counts
+            why = report.issues[0].message if report.issues else "not readable"
+            ctrf = CtrfFacts(problem=why)
     for rel, present, stats in (
         (ACP_FILE, acp.present, acp_stats),
         (LLM_FILE, llm.present, llm_stats),
@@ -559,9 +584,18 @@ def scan_trial(
         if ref.layout == "harbor"
         else HarborLog()
     )
+    # The prompts the agent was given (prompts.json; a Harbor agent's first turn) can say
+    # it was told to write its own skills: the mode as run.
+    told = prompts.value if isinstance(prompts.value, list) else []
+    refine_skill_mode(ident, [p for p in told if isinstance(p, str)], "prompts.json")
+    refine_skill_mode(ident, [s.get("text") for s in harbor.startup], "agent log: first prompt")
     for rel, st in harbor.stats.items():
         if st.read:
             known.setdefault(rel, st)
+    upstream = read_upstream(trial, root, names, ref.rollout, limits)
+    for rel, updoc in upstream.documents.items():
+        if updoc.stats.read and not rel.startswith("../"):
+            known.setdefault(rel, updoc.stats)
     files = _inventory(
         trial, root, known, file_issues, hash_files=hash_files, listed=listed, sizes=limits.sizes
     )
@@ -579,4 +613,7 @@ def scan_trial(
         files,
         file_issues,
         harbor=harbor,
+        ctrf=ctrf,
+        read_files=tuple(sorted(known)),
+        upstream=upstream,
     )

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from bf_assets.curate.inline_reasoning import after_open_span, open_span_at_end
 from bf_assets.findings import Finding
 from bf_assets.pages.lines import TrialFiles, decode, safe_rel
 from bf_assets.pages.scrub import (
@@ -249,13 +250,17 @@ def _outside_reasoning(
     """``window`` (the text of line ``n`` from byte ``lo``) without the rest of a reasoning
     part it starts inside: the part's ``type`` is looked for in the ``LOOKBACK`` bytes before
     it (a page removes the part from its brace; a window opened past the brace would
-    otherwise show its middle)."""
+    otherwise show its middle); likewise the rest of an inline reasoning span whose opening
+    tag is in those bytes and its closing one is not."""
     text = decode(window)
     if not scrub.clean:
         return text
-    back = files.read_at(rel, n, max(0, lo - LOOKBACK), min(lo, LOOKBACK))
-    part = open_reasoning_at_end(decode(back))
-    return text if part is None else after_open_part(text, part)
+    back = decode(files.read_at(rel, n, max(0, lo - LOOKBACK), min(lo, LOOKBACK)))
+    part = open_reasoning_at_end(back)
+    if part is not None:
+        return after_open_part(text, part)
+    inline = open_span_at_end(back)  # inside reasoning written inline (``<think>…``)
+    return text if inline is None else after_open_span(text, inline)
 
 
 def _ahead(files: TrialFiles, rel: str, n: int, at: int, scrub: Scrub) -> str:

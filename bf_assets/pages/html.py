@@ -43,6 +43,8 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 0; }
 .v-quarantined, .s-quarantine { color: var(--warn); }
 .v-publishable { color: var(--ok); }
 .s-warning { color: #a15c07; } .s-info { color: var(--info); }
+.x-finished { color: var(--ok); } .x-exception, .x-not_started { color: var(--bad); }
+.x-agent_timeout, .x-verifier_timeout, .x-unknown { color: var(--warn); }
 .raw-banner { background: var(--bad); color: #fff; padding: 8px 24px; font-weight: 600; }
 .muted { color: var(--muted); }
 .note { color: var(--muted); font-style: italic; }

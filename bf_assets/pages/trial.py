@@ -124,6 +124,60 @@ def _summary(inp: PageInput, scrub: Scrub) -> tuple[str, str]:
     )
 
 
+def _num(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "–"
+    return (f"{v:,}" if isinstance(v, int) else f"{v:,.4g}") + unit
+
+
+def _story(r: TrialReview, scrub: Scrub) -> str:
+    """How the run ended, beside the review's outcome: the execution state, the recorded
+    error, the reward and what it alone says, usage and the verifier's tests."""
+    st = r.story
+    reward = "–" if r.reward is None else f"{r.reward:g}"
+    if st.verifier_outcome:
+        reward += f" (a {st.verifier_outcome} by the verifier; the review's outcome: {r.outcome})"
+    error = "–"
+    if st.exception_type or st.exception_message:
+        error = f"<code>{esc(st.exception_type or 'error')}</code>"
+        if st.exception_message:
+            error += f": {esc(scrub.text(st.exception_message))}"
+    rows = [
+        ("execution", badge(st.execution or "unknown", f"x-{st.execution or 'unknown'}")),
+        ("error", error),
+        ("reward", esc(reward)),
+        (
+            "tokens in / out / cache",
+            esc(" / ".join(_num(x) for x in (st.tokens_in, st.tokens_out, st.tokens_cache))),
+        ),
+        ("cost", esc(_num(st.cost_usd, " USD"))),
+        ("wall time", esc(_num(st.wall_time_sec, " s"))),
+        ("tool calls", esc(_num(st.tool_calls))),
+    ]
+    if st.tests_total is not None:
+        counts = (
+            f"{st.tests_passed if st.tests_passed is not None else '?'} passed, "
+            f"{st.tests_failed if st.tests_failed is not None else '?'} failed, "
+            f"{st.tests_skipped if st.tests_skipped is not None else '?'} skipped "
+            f"of {st.tests_total}"
+        )
+        rows.append(("verifier tests (verifier/ctrf.json)", esc(counts)))
+    if st.judge_score is not None:
+        judged = f"{st.judge_score:g}"
+        if st.judge_total is not None:
+            judged += f" ({st.judge_passed if st.judge_passed is not None else '?'} of "
+            judged += f"{st.judge_total} criteria passed)"
+        rows.append((f"judge score ({st.judge_source or '?'})", esc(judged)))
+    if st.answer_excerpt:
+        rows.append(("answer (answer.txt)", esc(scrub.text(st.answer_excerpt))))
+    out = ['<section id="story"><h2>How the run ended</h2>', kv_table(rows)]
+    if st.failing_tests:
+        items = "".join(f"<li><code>{esc(scrub.text(n))}</code></li>" for n in st.failing_tests)
+        out.append(f"<h3>Failing tests ({len(st.failing_tests)} shown)</h3><ul>{items}</ul>")
+    out.append("</section>")
+    return "".join(out)
+
+
 def _decision(inp: PageInput, scrub: Scrub) -> str:
     parts = ['<section id="decision"><h2>Manual decision</h2>']
     if inp.entry is not None:
@@ -380,7 +434,7 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
         f"{src}-L{n}" for src, lines in cites.items() for n in lines if n in shown.get(src, set())
     )
     verdict, identity = _summary(inp, scrub)
-    body = [_header(inp, scrub), "<main>", verdict]
+    body = [_header(inp, scrub), "<main>", verdict, _story(r, scrub)]
     body.append(_findings(planned, windows, shown, scrub))
     if windows:
         body.append('<section id="evidence"><h2>Evidence</h2>')
@@ -412,6 +466,7 @@ def error_page(inp: PageInput, exc: BaseException, *, clean: bool = True) -> str
         f'<section><p class="problem">The trial\'s files could not be read for this page: '
         f"{esc(scrub.text(type(exc).__name__ + ': ' + str(exc)))}</p></section>",
         *_summary(inp, scrub),
+        _story(r, scrub),
         _findings(findings, {}, {}, scrub),
         _decision(inp, scrub),
         "</main>",

@@ -17,21 +17,29 @@ Splits: every exported trial goes to the split of its task (``bf_assets.publish.
 the defaults; a fraction of 0 gives one split), and so do its ``prime_sft`` and ``trl_sft``
 rows.
 
+The ``tasks`` config holds one row per exported task (in its task's split, ``task_id``
+order), built from the task's first row in ``rollout_id`` order.
+
 The release tag is written into the card (the load snippet pins it), so it cannot be
 derived from a digest over the card itself: the bundle is first sealed with the card's tag
-left as a placeholder, the tag is ``<prefix><that draft digest[:12]>``, and the bundle is
-sealed again with the tag filled in (card and manifest).  Every byte but the tag string is
-in the draft, so equal tags still mean equal releases.
+left as a placeholder, the tag is ``<prefix><YYYYMMDD-HHMMSS>-<that draft digest[:12]>``,
+and the bundle is sealed again with the tag filled in (card and manifest).  The time is the
+release's own (:func:`release_time`: the newest start or end of an exported trial, UTC, or
+``BundleOptions.released_at``), never the wall clock, so tags sort by date and identical
+input still gives an identical folder; every byte but the tag string is in the draft, so
+equal tags still mean equal releases.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +48,7 @@ import orjson
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanStats
-from bf_assets.curate.rows import prime_sft_row, trl_sft_rows
+from bf_assets.curate.rows import prime_sft_row, task_row, trl_sft_rows
 from bf_assets.curate.schema import CONFIGS
 from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
 from bf_assets.dataset.common import TrialKey, trial_key
@@ -91,6 +99,8 @@ class BundleOptions:
     keep_staged: int = KEEP_STAGED
     # the manifest of the release this one follows (the card says what changed since)
     previous_manifest: str | None = None
+    # the release time in its tag (ISO 8601); None: the newest time of its exported trials
+    released_at: str | None = None
 
 
 @dataclass(slots=True)
@@ -130,6 +140,34 @@ def _plan_sha(path: str | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _utc(text: Any) -> datetime | None:
+    """An ISO 8601 timestamp as an aware UTC datetime (naive ones read as UTC), or None."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def release_time(times: Sequence[Any], released_at: str | None = None) -> str:
+    """``YYYYMMDD-HHMMSS`` (UTC) of a release: ``released_at`` when given, else the newest
+    of ``times`` (the exported trials' starts and ends); zeros when none is a timestamp."""
+    given = _utc(released_at)
+    parsed = [t for t in map(_utc, times) if t is not None]
+    newest = given or (max(parsed) if parsed else None)
+    return newest.strftime("%Y%m%d-%H%M%S") if newest else "00000000-000000"
+
+
+TAG_PATTERN = re.compile(r"^(?P<prefix>.*?)(?P<time>\d{8}-\d{6})-(?P<digest>[0-9a-f]{12})$")
+
+
+def release_tag(prefix: str, time: str, digest: str) -> str:
+    """``<prefix><YYYYMMDD-HHMMSS>-<digest[:12]>``: tags of one prefix sort by release time."""
+    return f"{prefix}{time}-{digest[:12]}"
+
+
 def _write_rows(
     tmp: Path,
     selected: list[Candidate],
@@ -141,6 +179,7 @@ def _write_rows(
     list[dict[str, Any]],
     list[dict[str, Any]],
     dict[TrialKey, tuple[str, str]],
+    list[Any],
 ]:
     writers = {
         (c, split): ShardWriter(
@@ -158,6 +197,8 @@ def _write_rows(
     card_rows: list[dict[str, Any]] = []
     failed: dict[TrialKey, tuple[str, str]] = {}
     seen: dict[str, Candidate] = {}
+    tasks: dict[str, tuple[str, dict[str, Any]]] = {}  # task id -> (split, tasks row)
+    times: list[Any] = []
     ordered = sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout))
     for cand, built in built_rows(ordered, steps="trl_sft" in configs):
         rid = cand.rollout_id
@@ -179,14 +220,19 @@ def _write_rows(
         if "trl_sft" in configs:
             for r in trl_sft_rows(row, (orjson.loads(b) for b in steps)):
                 writers["trl_sft", split].write(r)
+        if "tasks" in configs and row["task_id"] not in tasks:
+            tasks[row["task_id"]] = (split, task_row(row))
+        times += [row["started_at"], row["finished_at"]]
         sources.append(source_record(cand, rid, row["results_sha256"]))
         card_rows.append(
             {k: row[k] for k in ("task_id", "harness", "model", "skill_mode", "outcome")}
         )
+    for _, (split, trow) in sorted(tasks.items()):
+        writers["tasks", split].write(trow)
     shards: dict[str, dict[str, list[ShardFile]]] = {c: {} for c in opts.configs}
     for (c, split), w in writers.items():
         shards[c][split] = w.close()
-    return shards, sources, card_rows, failed
+    return shards, sources, card_rows, failed, times
 
 
 def _year(sources: Sequence[dict[str, Any]]) -> str | None:
@@ -230,7 +276,7 @@ def build_bundle(
             test=opts.test_split,
         )
         splits = assign_splits((str(c.slot[0]) for c in selected), spec)
-        shards, sources, card_rows, failed = _write_rows(tmp, selected, opts, stats, splits)
+        shards, sources, card_rows, failed, times = _write_rows(tmp, selected, opts, stats, splits)
         final = dataset.with_curation({**missing, **failed})
         excluded = final.decision.excluded
         split_rows = {
@@ -269,6 +315,7 @@ def build_bundle(
             license_file=LICENSE_PATH if opts.license == "other" else None,
             year=_year(sources),
             changes=changes,
+            results=final.results(),
         )
         report_files(final, tmp, report or ReportContext(), clean=True)
         write_excluded(tmp / EXCLUDED_PATH, excluded)
@@ -278,6 +325,16 @@ def build_bundle(
             for split in splits.names
             for s in shards[c][split]
         ]
+        facts = replace(
+            facts,
+            split_bytes={
+                c: {
+                    split: sum(r.bytes for r in content if (r.config, r.split) == (c, split))
+                    for split in splits.names
+                }
+                for c in opts.configs
+            },
+        )
         if facts.license_file:
             (tmp / facts.license_file).write_text(render_license(facts), encoding="utf-8")
             content.append(_file_record(tmp, facts.license_file))
@@ -311,7 +368,7 @@ def build_bundle(
             return files, release_digest((f.path, f.sha256) for f in files)
 
         _, draft = seal(facts)
-        tag = f"{opts.tag_prefix}{draft[:12]}"
+        tag = release_tag(opts.tag_prefix, release_time(times, opts.released_at), draft)
         files, digest = seal(replace(facts, tag=tag))
         final_dir = root / digest[:16]
         same = final_dir / MANIFEST_PATH

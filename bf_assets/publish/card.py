@@ -2,36 +2,63 @@
 
 Rendered only from release facts (counts, exclusions, cleaning stats, schema, splits, the
 release tag), never from wall-clock time, so an unchanged release renders byte-identically.
-Values that come from trial data (task ids, model names, refs) are cleaned like the rows
-before they are written.  Markup rules: a code span never holds a backtick (type names are
-plain text, ``schema._TYPE_TEXT``), table cells escape ``|``, and the YAML ``configs`` list
-every shard of every split by name.
+Values that come from trial data or user input (task ids, model names, refs, job and rollout
+names, quarantine reasons and names, the pretty name, the repository id) are cleaned like the
+rows before they are written, then escaped for Markdown and HTML wherever they are written
+(:mod:`bf_assets.dataset.reportmarkup`: text, table cells, code spans and code blocks whose
+fence no value can close), so none of them renders as a tag, an attribute or a link.  The
+YAML ``configs`` list every shard of every split by name.
 
 With ``license: other`` the bundle ships :func:`render_license` as ``LICENSE`` and the
 metadata links it (``license_link``); any other license id links nothing.
+
+The YAML metadata is ``huggingface_hub``'s ``DatasetCardData`` (with ``dataset_info``: each
+config's features, generated from the published Arrow schema, and its split sizes) and the
+card is rendered through its ``DatasetCard``.  ``trl_sft``'s ``dataset_info`` carries split
+sizes only: its Arrow JSON columns have a ``datasets`` feature (``Json``) that older
+``datasets`` releases cannot parse, and they parse every config's ``dataset_info`` whichever
+config is loaded.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+import pyarrow as pa
+from huggingface_hub import DatasetCard, DatasetCardData
 
 from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import (
+    ARGUMENTS_FORM,
     CONFIG_CONSUMERS,
     CONFIG_DESCRIPTIONS,
     CONFIGS,
     DEFAULT_CONFIG,
+    MIN_DATASETS,
+    MIN_DATASETS_JSON,
     SCHEMA_VERSION,
     VERIFIERS_TASK,
+    arrow_schema,
+    storage_schema,
+    uses_json_type,
 )
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.dataset.report import RESIDUAL_RISK
+from bf_assets.dataset.reportmarkup import (
+    Markdown,
+    md_cell,
+    md_code,
+    md_fence,
+    md_link,
+    md_text,
+    one_line,
+)
+from bf_assets.dataset.results import ResultsTable, card_markdown
 from bf_assets.publish.changes import changes_markdown
 from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
@@ -40,8 +67,6 @@ TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsb
 LICENSE_PATH = "LICENSE"
 LICENSE_NAME = "benchflow-trajectories"
 TAG_PLACEHOLDER = "<this release's tag>"  # in the draft the release digest is computed over
-JSON_COLUMNS = ("tools", "metrics", "trajectory", "info")
-MESSAGE_COLUMNS = ("prompt", "completion", "messages")
 
 
 @dataclass(slots=True)
@@ -67,6 +92,9 @@ class CardFacts:
     license_file: str | None = None  # the bundle's license file, when it ships one
     year: str | None = None  # year of the newest exported trial (for the citation)
     changes: dict[str, Any] | None = None  # since the previous release (publish.changes)
+    results: ResultsTable | None = None  # the review's results table (dataset.results)
+    # config -> split -> Parquet bytes (the split sizes of ``dataset_info``)
+    split_bytes: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def split_names(self) -> list[str]:
@@ -83,56 +111,102 @@ def _size_category(n: int) -> str:
     return "100K<n<1M"
 
 
-def _header(f: CardFacts) -> str:
-    meta: dict[str, Any] = {"license": f.license}
+_DTYPES = {
+    pa.string(): "string",
+    pa.int64(): "int64",
+    pa.float64(): "float64",
+    pa.bool_(): "bool",
+}
+
+
+def _feature_yaml(t: pa.DataType) -> dict[str, Any]:
+    """A ``datasets`` feature in the card's YAML form (``dataset_info.features``)."""
+    if pa.types.is_struct(t):
+        return {"struct": [{"name": f.name, **_feature_yaml(f.type)} for f in t]}
+    if pa.types.is_list(t):
+        inner = _feature_yaml(t.value_type)
+        if list(inner) == ["dtype"]:
+            return {"list": inner["dtype"]}
+        if list(inner) == ["struct"]:
+            return {"list": inner["struct"]}
+        return {"list": inner}
+    return {"dtype": _DTYPES[t]}
+
+
+def features_yaml(config: str) -> list[dict[str, Any]]:
+    """``config``'s columns as ``datasets`` features (YAML form), from its Arrow schema."""
+    return [{"name": f.name, **_feature_yaml(f.type)} for f in arrow_schema(config)]
+
+
+def dataset_info(f: CardFacts) -> list[dict[str, Any]]:
+    """The card's ``dataset_info``: per config its features (not for configs with Arrow JSON
+    columns, see the module docstring), its splits with their row counts, and sizes in
+    Parquet bytes."""
+    out = []
+    for name in f.configs:
+        info: dict[str, Any] = {"config_name": name}
+        if not uses_json_type(name):
+            info["features"] = features_yaml(name)
+        sizes = f.split_bytes.get(name, {})
+        info["splits"] = [
+            {"name": split, "num_bytes": sizes.get(split, 0), "num_examples": n}
+            for split, n in f.split_rows.get(name, {}).items()
+        ]
+        info["download_size"] = sum(sizes.values())
+        info["dataset_size"] = sum(sizes.values())
+        out.append(info)
+    return out
+
+
+def card_data(f: CardFacts) -> DatasetCardData:
+    """The card's YAML metadata as ``huggingface_hub`` card data."""
+    extra: dict[str, Any] = {}
     if f.license == "other":
-        meta["license_name"] = LICENSE_NAME
+        extra["license_name"] = LICENSE_NAME
         if f.license_file:
-            meta["license_link"] = f.license_file
-    meta.update(
-        {
-            "pretty_name": f.pretty_name,
-            "language": ["en"],
-            "task_categories": ["text-generation"],
-            "tags": TAGS,
-            "size_categories": [_size_category(f.configs.get(DEFAULT_CONFIG, 0))],
-            "configs": [
-                {
-                    "config_name": name,
-                    **({"default": True} if name == DEFAULT_CONFIG else {}),
-                    "data_files": [
-                        {"split": split, "path": list(paths)}
-                        for split, paths in f.split_files.get(name, {}).items()
-                    ],
-                }
-                for name in f.configs
-            ],
-        }
+            extra["license_link"] = f.license_file
+    return DatasetCardData(
+        license=f.license,
+        pretty_name=f.pretty_name,
+        language=["en"],
+        task_categories=["text-generation"],
+        tags=list(TAGS),
+        size_categories=[_size_category(f.configs.get(DEFAULT_CONFIG, 0))],
+        configs=[
+            {
+                "config_name": name,
+                **({"default": True} if name == DEFAULT_CONFIG else {}),
+                "data_files": [
+                    {"split": split, "path": list(paths)}
+                    for split, paths in f.split_files.get(name, {}).items()
+                ],
+            }
+            for name in f.configs
+        ],
+        dataset_info=dataset_info(f),
+        **extra,
     )
-    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + "---\n"
 
 
-def _text(v: Any) -> str:
-    """Markdown text: ``<`` outside code spans becomes ``&lt;`` (``<HOME>`` would otherwise be
-    taken for an HTML tag and vanish); code spans are left as they are."""
-    text = str(v)
+def _header(f: CardFacts) -> str:
+    return "---\n" + card_data(f).to_yaml() + "\n---\n"
+
+
+def _prose(text: str) -> Markdown:
+    """Markdown text of this package (a column's description): its code spans kept, ``<``
+    outside them written ``&lt;``, ``|`` escaped for a table cell."""
     if text.count("`") % 2:  # an unpaired backtick would open a span that never closes
         text = text.replace("`", "'")
     parts = text.split("`")
-    return "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
-
-
-def _cell(v: Any) -> str:
-    if v is None or v == "":
-        return "–"
-    return _text(v).replace("|", "\\|").replace("\n", " ")
+    out = "`".join(p if i % 2 else p.replace("<", "&lt;") for i, p in enumerate(parts))
+    return Markdown(one_line(out).replace("|", "\\|"))
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if not rows:
         return "_none_\n"
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_cell(v) for v in r) + " |" for r in rows]
+    out += ["| " + " | ".join(md_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
@@ -170,39 +244,128 @@ def _cleaned(facts: CardFacts) -> CardFacts:
         license_file=facts.license_file,
         year=facts.year,
         changes=clean_value(facts.changes) if facts.changes is not None else None,
+        results=(
+            facts.results.accepted_only().relabelled(clean_value)
+            if facts.results is not None
+            else None
+        ),
+        split_bytes={c: dict(per) for c, per in facts.split_bytes.items()},
     )
 
 
-def _code(text: str) -> str:
-    """A code span; backticks inside would end it early, so they never go in."""
-    return "`" + text.replace("`", "'") + "`"
+def _py(text: str) -> str:
+    """A Python string literal of ``text`` (for the card's code)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _features_code(t: pa.DataType) -> str:
+    if pa.types.is_struct(t):
+        return "{" + ", ".join(f"{_py(f.name)}: {_features_code(f.type)}" for f in t) + "}"
+    if pa.types.is_list(t):
+        return f"List({_features_code(t.value_type)})"
+    return f"Value({_py(_DTYPES[t])})"
+
+
+def string_features_code(config: str) -> str:
+    """Python for ``config``'s features with every JSON column as a string (what a
+    ``datasets`` without the ``Json`` feature loads it with)."""
+    fields = [f"    {_py(f.name)}: {_features_code(f.type)}," for f in storage_schema(config)]
+    return "Features(\n    {\n" + "\n".join("    " + x for x in fields) + "\n    }\n)"
+
+
+VERIFIERS_MARKER = "# verifiers environment over the tasks config"
+
+
+def verifiers_snippet(repo: str, tag: str) -> str:
+    """The card's verifiers example (a test runs it against a local release)."""
+    return "\n".join(
+        [
+            VERIFIERS_MARKER,
+            "import verifiers as vf",
+            "from datasets import load_dataset",
+            "",
+            f'tasks = load_dataset({_py(repo)}, "tasks", split="train", revision={_py(tag)})',
+            "",
+            "",
+            "def solved(completion, answer, info, **kwargs) -> float:",
+            "    # the gold answer is withheld (answer is empty): score with the task's own",
+            '    # verifier, which info["task_id"] names',
+            "    return 0.0",
+            "",
+            "",
+            "env = vf.SingleTurnEnv(dataset=tasks, rubric=vf.Rubric(funcs=[solved]))",
+        ]
+    )
 
 
 def _load_section(f: CardFacts) -> str:
     repo = f.repo_id or "<namespace>/<name>"
     tag = f.tag or TAG_PLACEHOLDER
     names = f.split_names
-    lines = [
-        "## Load it\n",
-        "Pin the release tag: the repository's `main` moves on with every release, a tag "
-        "never does.\n",
-        "```python",
+    code = [
         "from datasets import load_dataset",
         "",
-        f'REPO = "{repo}"',
-        f'TAG = "{tag}"  # this release',
+        f"REPO = {_py(repo)}",
+        f"TAG = {_py(tag)}  # this release",
         "",
     ]
+    shown = one_line(", ".join(names))
     for name in f.configs:
-        lines.append(f'{name} = load_dataset(REPO, "{name}", revision=TAG)  # {", ".join(names)}')
+        code.append(f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG)  # {shown}")
     first = next(iter(f.configs), DEFAULT_CONFIG)
-    lines += [
-        f'train = load_dataset(REPO, "{first}", split="{names[0]}", revision=TAG)',
-        "```\n",
-        "A local copy of this folder loads the same way with its path in place of `REPO` "
+    code.append(f"train = load_dataset(REPO, {_py(first)}, split={_py(names[0])}, revision=TAG)")
+    json_names = ", ".join(md_code(c) for c in f.configs if uses_json_type(c))
+    out = [
+        "## Load it\n\n"
+        "Pin the release tag: the repository's `main` moves on with every release, a tag "
+        "never does. Tags are `release-<YYYYMMDD>-<HHMMSS>-<digest>` (the release's time in "
+        "UTC, by default its newest trial's), so the newest release is the last tag in sorted "
+        "order.\n\n"
+        f"Needs `datasets` {MIN_DATASETS} or later. "
+        f"Configs with Arrow JSON columns ({json_names or 'none'}) load as they are from "
+        f"`datasets` {MIN_DATASETS_JSON} on (its `Json` feature); older releases load them "
+        "with the string features below.\n\n" + md_fence("\n".join(code), "python"),
+        "\nA local copy of this folder loads the same way with its path in place of `REPO` "
         "and no `revision`.\n\n",
     ]
-    return "\n".join(lines)
+    json_configs = [c for c in f.configs if uses_json_type(c)]
+    for name in json_configs:
+        fallback = [
+            f"# datasets {MIN_DATASETS} and other releases older than {MIN_DATASETS_JSON}: "
+            f"{name}'s JSON columns as strings",
+            "from datasets import Features, List, Value, load_dataset",
+            "",
+            f"{name.upper()}_STRINGS = {string_features_code(name)}",
+            f"{name} = load_dataset(REPO, {_py(name)}, revision=TAG, "
+            f"features={name.upper()}_STRINGS)",
+        ]
+        out.append(
+            f"### `{name}` with `datasets` older than {MIN_DATASETS_JSON}\n\n"
+            "Those releases do not know the Arrow JSON type; pass string features (tool-call "
+            "`arguments` and `tools` are then JSON strings, as in `prime_sft`):\n\n"
+            + md_fence("\n".join(fallback), "python")
+            + "\n"
+        )
+    no_rev = [
+        "from datasets import load_dataset",
+        "from huggingface_hub import snapshot_download",
+        "",
+        "# 1. files of the tag, by URL (any reader that takes data_files or hf:// paths)",
+        f'data_files = {{split: f"hf://datasets/{{REPO}}@{{TAG}}/data/{first}/{{split}}-*.parquet"'
+        f" for split in {_py_tuple(names)}}}",
+        f'{first} = load_dataset("parquet", data_files=data_files)',
+        "",
+        "# 2. a local snapshot of the tag: its folder is a dataset name any trainer takes",
+        'path = snapshot_download(REPO, repo_type="dataset", revision=TAG)',
+        f"{first} = load_dataset(path, {_py(first)})",
+    ]
+    out.append(
+        "### Without a revision\n\n"
+        "For a trainer that takes a dataset name but no revision (or whose config has no "
+        "field for one), point it at the tag's files or at a local snapshot of the tag, "
+        "never at `main`:\n\n" + md_fence("\n".join(no_rev), "python") + "\n"
+    )
+    return "".join(out)
 
 
 def _splits_section(f: CardFacts) -> str:
@@ -222,21 +385,23 @@ def _splits_section(f: CardFacts) -> str:
     out = ["## Splits\n\n"]
     if len(names) > 1:
         out.append(
-            f"Split by task, never by trial: no task is in both `{names[0]}` and "
-            f"`{names[1]}`, and every config splits the same way. A task is held out when "
+            f"Split by task, never by trial: no task is in both {md_code(names[0])} and "
+            f"{md_code(names[1])}, and every config splits the same way. A task is held out when "
             f"the sha256 of `<seed>:<task id>`, read as a fraction of 2^64, is below the test "
-            f"fraction ({sp.get('test_fraction')}, seed {sp.get('seed')}, from the "
-            f"{sp.get('source')}), so a task keeps its split from release to release. "
+            f"fraction ({md_text(sp.get('test_fraction'))}, seed {md_text(sp.get('seed'))}, "
+            f"from the {md_text(sp.get('source'))}), so a task keeps its split from release "
+            "to release. "
             "Evaluate on the held-out tasks only.\n\n"
         )
     else:
         out.append(
-            f"One split, `{names[0]}` (test fraction {sp.get('test_fraction')}, from the "
-            f"{sp.get('source')}). Nothing is held out: do not report evaluation results on "
+            f"One split, {md_code(names[0])} (test fraction "
+            f"{md_text(sp.get('test_fraction'))}, from the {md_text(sp.get('source'))}). "
+            "Nothing is held out: do not report evaluation results on "
             "these tasks as held-out results.\n\n"
         )
     if sp.get("note"):
-        out.append(f"Note: {sp['note']}.\n\n")
+        out.append(f"Note: {md_text(sp['note'])}.\n\n")
     out.append(_table(["split", "tasks", *f.configs, "task ids"], rows))
     return "".join(out) + "\n"
 
@@ -245,57 +410,41 @@ def _py_tuple(names: Sequence[str]) -> str:
     return "(" + ", ".join(f'"{n}"' for n in names) + ")"
 
 
-STRINGS_SNIPPET = f'''from datasets import Value
-
-
-def with_json_strings(ds):
-    """Every JSON value of a split as JSON text (for readers that call json.loads)."""
-    features = ds.features.copy()
-    for name in {_py_tuple(JSON_COLUMNS)}:
-        if name in features:
-            features[name] = Value("string")
-    for name in {_py_tuple(MESSAGE_COLUMNS)}:
-        if name in features:
-            call = features[name].feature["tool_calls"].feature["function"]
-            call["arguments"] = Value("string")
-    return ds.cast(features)
-'''
-
-
 def _trainers_section(f: CardFacts) -> str:
     out = [
         "## Use with trainers\n\n",
-        "JSON payloads are typed, not strings: tool-call `arguments`, `tools`, `metrics`, "
-        "`trajectory` and `info` are Arrow JSON (the `arrow.json` extension type, Parquet "
-        "JSON logical type), and `datasets` returns them as Python objects, so "
-        '`row["completion"][0]["tool_calls"][0]["function"]["arguments"]` is a dict and '
-        "chat templates render it as an object (checked with datasets 5.2 and pyarrow 26). "
-        "Readers that do not know the type (pandas, plain Parquet readers) see the JSON "
-        "text.\n\n",
+        "Each config gives tool-call `arguments` in the form its trainer reads: JSON strings "
+        "for Prime-RL and verifiers (`rollouts`, `prime_sft`; `tools`, `tool_defs`, "
+        "`metrics`, `trajectory` and `info` are JSON strings there too), objects for TRL chat "
+        "templates (`trl_sft`: `arguments` and `tools` have the Arrow JSON type, so "
+        '`row["completion"][0]["tool_calls"][0]["function"]["arguments"]` is a dict). '
+        "In `rollouts`, `prompt` is the initial prompt (system prompt and instruction) and "
+        "`messages == prompt + completion` on every row.\n\n",
     ]
     out.append(
         _table(
-            ["config", "for", "strings needed?"],
-            [
-                (
-                    c,
-                    CONFIG_CONSUMERS[c],
-                    {
-                        "prime_sft": "only for older Prime-RL releases",
-                        "trl_sft": "only for templates that join arguments as text",
-                    }.get(c, "no"),
-                )
-                for c in f.configs
-            ],
+            ["config", "for", "tool-call arguments"],
+            [(c, _prose(CONFIG_CONSUMERS[c]), ARGUMENTS_FORM[c]) for c in f.configs],
         )
     )
     out.append(
-        "\nWhere a consumer needs JSON strings, cast the columns back (do not `json.dumps` "
-        "in a `map`: the column stays JSON-typed and decodes again):\n\n"
-        f"```python\n{STRINGS_SNIPPET}```\n\n"
+        "\nOnly a chat template that joins `arguments` as text (the original DeepSeek-V3 "
+        "one) needs strings in `trl_sft`: TRL ships `deepseekv3_training` for the dict "
+        "form, or build the prompt-completion rows from `prime_sft`.\n\n"
         "For SFT on demonstrations, filter on `reward` (or `outcome` in `rollouts`): "
         "failed trials the review attributed to the model are exported too.\n\n"
     )
+    if "tasks" in f.configs:
+        out.append(
+            "### A verifiers environment\n\n"
+            "The `tasks` config is a verifiers environment dataset, one row per task "
+            "(`example_id`, `prompt`, `answer`, `info`, `task`):\n\n"
+            + md_fence(
+                verifiers_snippet(f.repo_id or "<namespace>/<name>", f.tag or TAG_PLACEHOLDER),
+                "python",
+            )
+            + "\n"
+        )
     return "".join(out)
 
 
@@ -310,8 +459,9 @@ def schema_markdown(configs: Iterable[str]) -> str:
     out.append(
         "A message is `{role, content, tool_calls, tool_call_id, name}` (OpenAI chat) with "
         '`content` a string; `tool_calls` items are `{id, type: "function", function: '
-        "{name, arguments}}` with `arguments` a JSON object. A type `json (…)` is the Arrow "
-        "JSON type.\n"
+        "{name, arguments}}` with `arguments` a JSON object, written as its JSON text "
+        "(`string`) or with the Arrow JSON type (`json`) as the column's type says. A type "
+        "`json (…)` is the Arrow JSON type, `string (JSON …)` the JSON text.\n"
     )
     for name in configs:
         out.append(f"\n### `{name}`\n\n")
@@ -320,10 +470,10 @@ def schema_markdown(configs: Iterable[str]) -> str:
                 ["column", "type", "null", "description"],
                 [
                     (
-                        _code(c.name),
-                        _code(c.type_text),
+                        md_code(c.name, in_table=True),
+                        md_code(c.type_text, in_table=True),
                         "yes" if c.nullable else "no",
-                        c.description,
+                        _prose(c.description),
                     )
                     for c in CONFIGS[name]
                 ],
@@ -387,13 +537,12 @@ def _citation_section(f: CardFacts) -> str:
     return (
         "## Citation\n\n"
         "Cite the release you used (its tag), and the task source and models as their own "
-        "terms ask.\n\n"
-        f"```bibtex\n@misc{{{key},\n{body}\n}}\n```\n"
+        "terms ask.\n\n" + md_fence(f"@misc{{{key},\n{body}\n}}", "bibtex")
     )
 
 
 def _bib(v: str) -> str:
-    return str(v).replace("{", "(").replace("}", ")").replace("\\", "/")
+    return one_line(str(v)).replace("{", "(").replace("}", ")").replace("\\", "/")
 
 
 def render_license(facts: CardFacts) -> str:
@@ -443,21 +592,23 @@ def render_card(facts: CardFacts) -> str:
     by_reason = Counter(e.reason for e in facts.excluded)  # our own reason names
     f = _cleaned(facts)
     n = f.configs.get(DEFAULT_CONFIG, 0)
-    p = [_header(f), f"\n# {f.pretty_name}\n\n"]
+    p = [_header(f), f"\n# {md_text(f.pretty_name)}\n\n"]
     p.append(
         "Agent-benchmark trajectories from Benchflow / SkillsBench runs, reviewed trial by "
         "trial by bf-assets and curated for training. "
-        f"This release holds **{n}** rollouts" + (f" (tag `{f.tag}`)" if f.tag else "") + ".\n\n"
-        f"Release verdict: **{f.verdict}**.\n\n"
+        f"This release holds **{n}** rollouts"
+        + (f" (tag {md_code(f.tag)})" if f.tag else "")
+        + ".\n\n"
+        f"Release verdict: **{md_text(f.verdict)}**.\n\n"
     )
     if f.dataset_reasons:
-        p.append("Why: " + _text("; ".join(f.dataset_reasons)) + ".\n\n")
+        p.append("Why: " + md_text("; ".join(f.dataset_reasons)) + ".\n\n")
     p.append(_load_section(f))
     p.append("## Configs\n\n")
     p.append(
         _table(
             ["config", "rows", "what"],
-            [(c, k, CONFIG_DESCRIPTIONS[c]) for c, k in f.configs.items()],
+            [(c, k, _prose(CONFIG_DESCRIPTIONS[c])) for c, k in f.configs.items()],
         )
     )
     p.append("\n" + _splits_section(f))
@@ -473,12 +624,14 @@ def render_card(facts: CardFacts) -> str:
         ("outcome", "outcome"),
     ):
         p.append(f"By {title}:\n\n" + _table([title, "rollouts"], _counts(f.rows, key)) + "\n")
+    if f.results is not None:
+        p.append(card_markdown(f.results, md_cell))
     p.append(_uses_section())
     p.append("## How it was built and reviewed\n\n")
     reviewed = len(f.rows) + n_excluded
     p.append(
         f"- {reviewed} trial(s) reviewed: {len(f.rows)} exported, {n_excluded} "
-        f"excluded (listed below with their reasons); release verdict **{f.verdict}** "
+        f"excluded (listed below with their reasons); release verdict **{md_text(f.verdict)}** "
         "(`checks.md` §3).\n"
         "- Every exported trial passed the hard trajectory gate and the audits of the review "
         "contract (`checks.md`: skills, reward hacking, verifier isolation, attribution, "
@@ -511,7 +664,7 @@ def render_card(facts: CardFacts) -> str:
     if f.not_ingested:
         p.append(
             "\nFound under the run roots but not reviewed (nothing of them is included): "
-            + ", ".join(_code(j) for j in f.not_ingested)
+            + ", ".join(md_code(j) for j in f.not_ingested)
             + "\n"
         )
     p.append(f"\n## Manual review decisions ({len(f.decisions)})\n\n")
@@ -540,7 +693,7 @@ def render_card(facts: CardFacts) -> str:
         _table(
             ["what", "kind", "count"],
             [
-                (w, _code(str(d["kind"])), d["count"])
+                (w, md_code(d["kind"], in_table=True), d["count"])
                 for w in ("redactions", "host_paths", "banned_keys", "reasoning")
                 for d in st[w]
             ],
@@ -553,10 +706,10 @@ def render_card(facts: CardFacts) -> str:
     p.append("## Residual risk\n\n" + "".join(f"- {r}\n" for r in RESIDUAL_RISK))
     p.append("\n## Provenance\n\n")
     p.append(f"- Pipeline: bf-assets {pipeline_version()}\n")
-    p.append("- Jobs: " + (", ".join(_code(j) for j in f.jobs) or "_none_") + "\n")
+    p.append("- Jobs: " + (", ".join(md_code(j) for j in f.jobs) or "_none_") + "\n")
     p.append(
         "- Task source refs: "
-        + (", ".join(_code(r) for r in f.source_refs) or "_none recorded_")
+        + (", ".join(md_code(r) for r in f.source_refs) or "_none recorded_")
         + "\n"
     )
     p.append(
@@ -568,10 +721,10 @@ def render_card(facts: CardFacts) -> str:
         "subject to each model provider's terms, some of which restrict training competing "
         "models."
         + (
-            f" The terms are in [`{f.license_file}`]({f.license_file}).\n\n"
+            f" The terms are in [{md_code(f.license_file)}]({md_link(f.license_file)}).\n\n"
             if f.license_file
             else "\n\n"
         )
     )
     p.append(_citation_section(f))
-    return "".join(p)
+    return DatasetCard("".join(p)).content

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from bf_assets.dataset.decide import Exclusion
+from bf_assets.dataset.reportmarkup import md_code, md_text
 from bf_assets.publish.excluded import pointed_path, read_excluded
 
 Key = tuple[str, str]
@@ -144,10 +145,8 @@ def changes_markdown(changes: Mapping[str, Any] | None) -> str:
         out.append("This is the first release of this dataset folder.\n")
         return "".join(out)
     prev = changes.get("previous_release") or "the previous release"
-    out.append(
-        f"Against `{prev}` (verdict {changes.get('previous_verdict') or 'unknown'}), read "
-        "from its manifest:\n\n"
-    )
+    verdict = changes.get("previous_verdict") or "unknown"
+    out.append(f"Against {md_code(prev)} (verdict {md_text(verdict)}), read from its manifest:\n\n")
     kinds = (
         ("added", "added to the export"),
         ("removed", "removed from the export (why, now)"),
@@ -158,7 +157,7 @@ def changes_markdown(changes: Mapping[str, Any] | None) -> str:
         items = list(changes.get(key) or [])
         out.append(f"- {len(items)} {what}\n")
         for item in items[:SHOWN]:
-            out.append(f"  - {item}\n")
+            out.append(f"  - {md_text(item)}\n")
         if len(items) > SHOWN:
             out.append(f"  - … {len(items) - SHOWN} more (all in `meta/manifest.json`)\n")
     return "".join(out)

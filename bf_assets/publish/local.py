@@ -9,6 +9,10 @@
    instant ``DIR`` is the old release or the new one, never a mix;
 3. releases other than the current and the previous one are removed.
 
+:meth:`LocalFolderTarget.staged` splits this in two (step 1, then ``switch()`` for steps 2
+and 3), so that the Hub is published and verified in between: a stage left without switching
+leaves ``DIR`` as it was and removes the release directory it wrote.
+
 A kill at any point leaves ``DIR`` on the previous complete release; the next run removes the
 leftovers (``.tmp-*`` directories, stray links).  A full disk or a permission error while
 writing leaves ``DIR`` untouched and raises :class:`PublishError` with the reason.  One
@@ -30,7 +34,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from bf_assets.publish.manifest import MANIFEST_PATH
@@ -154,39 +158,45 @@ class LocalFolderTarget:
 
     # -- publishing
     def publish(self, bundle_dir: Path, tag: str | None = None) -> PublishResult:
+        with self.staged(bundle_dir, tag) as release:
+            return release.switch()
+
+    @contextmanager
+    def staged(self, bundle_dir: Path, tag: str | None = None) -> Iterator[StagedRelease]:
+        """The new release written in full and checked beside ``--out``, not shown yet:
+        :meth:`StagedRelease.switch` makes ``--out`` show it (one rename).  Leaving the block
+        without switching leaves ``--out`` as it was and removes what this call wrote.  The
+        folder's lock is held throughout; raises :class:`PublishError` (``--out`` untouched)."""
         bundle = BundleFiles.read(bundle_dir)  # raises when the bundle is not what it says
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with exclusive_lock(self.lock_path):
-                changed = self._publish_locked(bundle)
-        except OSError as exc:
-            raise PublishError(
-                f"could not publish into {self.path}: {exc.strerror or exc}"
-                f"{f' ({exc.filename})' if exc.filename else ''}; the previous release is "
-                "untouched"
-            ) from None
-        return PublishResult(
-            target="local",
-            location=str(self.path),
-            changed=changed,
-            files=len(bundle.files),
-            manifest_sha256=bundle.manifest_sha256,
-            verified=True,
-            tag=tag,
+        with ExitStack() as stack:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                stack.enter_context(exclusive_lock(self.lock_path))
+                release = self._stage(bundle, tag)
+            except OSError as exc:
+                raise self._error(exc) from None
+            stack.callback(release.discard)
+            yield release
+
+    def _error(self, exc: OSError, doing: str = "publish into") -> PublishError:
+        return PublishError(
+            f"could not {doing} {self.path}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}; the previous release is "
+            "untouched"
         )
 
-    def _publish_locked(self, bundle: BundleFiles) -> bool:
+    def _stage(self, bundle: BundleFiles, tag: str | None) -> StagedRelease:
         self._clean_leftovers()
         cur = self.current()
         if cur is not None and self._holds(cur, bundle, full=cur == self.path):
-            return False
+            return StagedRelease(self, bundle, tag, None, written=False)
         self.store.mkdir(parents=True, exist_ok=True)
         final = self.store / bundle.manifest_sha256[:16]
+        written = False
         if not (final.is_dir() and self._holds(final, bundle, full=False)):
             self._write_release(bundle, cur, final)
-        previous = self._swap(final)
-        self._prune(keep={final, *([previous] if previous is not None else [])})
-        return True
+            written = True
+        return StagedRelease(self, bundle, tag, final, written=written)
 
     def _write_release(self, bundle: BundleFiles, cur: Path | None, final: Path) -> None:
         tmp = self.store / f"{TMP_PREFIX}{uuid.uuid4().hex}"
@@ -250,6 +260,62 @@ class LocalFolderTarget:
         for p in dirs:
             if p not in kept:
                 shutil.rmtree(p, ignore_errors=True)
+
+
+class StagedRelease:
+    """A release written beside ``--out`` (:meth:`LocalFolderTarget.staged`); ``final`` is
+    None when ``--out`` already shows the bundle."""
+
+    def __init__(
+        self,
+        target: LocalFolderTarget,
+        bundle: BundleFiles,
+        tag: str | None,
+        final: Path | None,
+        *,
+        written: bool,
+    ) -> None:
+        self.target = target
+        self.bundle = bundle
+        self.tag = tag
+        self.final = final
+        self.written = written  # this stage wrote ``final`` (not a leftover of an earlier run)
+        self.switched = False
+
+    @property
+    def changed(self) -> bool:
+        return self.final is not None
+
+    def switch(self) -> PublishResult:
+        """Make ``--out`` show the release (one atomic rename), prune old releases."""
+        t = self.target
+        if self.final is not None:
+            try:
+                previous = t._swap(self.final)
+            except OSError as exc:
+                raise t._error(exc, "switch") from None
+            self.switched = True
+            with suppress(OSError):  # the switch is done; an old release left is harmless
+                t._prune(keep={self.final, *([previous] if previous is not None else [])})
+        self.switched = True
+        return PublishResult(
+            target="local",
+            location=str(t.path),
+            changed=self.changed,
+            files=len(self.bundle.files),
+            manifest_sha256=self.bundle.manifest_sha256,
+            verified=True,
+            tag=self.tag,
+        )
+
+    def discard(self) -> None:
+        """Unless switched: remove what this stage wrote (``--out`` never showed it)."""
+        final = self.final
+        if self.switched or not self.written or final is None or not final.is_dir():
+            return
+        with suppress(OSError, PublishError):
+            if self.target.current() != final.resolve():
+                shutil.rmtree(final, ignore_errors=True)
 
 
 def check_targets(out: str | Path, hub_repo: str | None) -> None:

@@ -2,12 +2,20 @@
 
 Identical rows in identical order give byte-identical files: the schema is fixed per config
 (``bf_assets.curate.schema``), the writer options are pinned, row groups and shard
-boundaries depend only on row counts and serialized row sizes, and nothing time-dependent
-is written (no pandas metadata, no timestamps).
+boundaries depend only on serialized row sizes (a row group closes at
+``ROW_GROUP_BYTES`` of rows; ``ROW_GROUP_ROWS`` only caps tiny rows), and nothing
+time-dependent is written (no pandas metadata, no timestamps).
 
-JSON columns (``schema.JSON``) arrive as JSON text: a batch is built on the string storage
-schema and cast to the published one, so the file carries the Parquet JSON logical type and
-(``store_schema``) the ``arrow.json`` extension type that ``datasets`` decodes.
+As the Hub recommends (and ``datasets`` writes by default): a page index, and, where the
+installed pyarrow has it (21 and later), content-defined chunking, so data pages end where
+the content says and an unchanged run of rows gives the same pages in the next release
+(the Hub's storage deduplicates them instead of uploading whole shards again).  Both are
+deterministic.
+
+JSON columns (``schema.JSON``, ``trl_sft`` only) arrive as JSON text: a batch is built on the
+string storage schema and cast to the published one, so the file carries the Parquet JSON
+logical type and (``store_schema``) the ``arrow.json`` extension type that ``datasets``
+decodes.
 """
 
 from __future__ import annotations
@@ -24,9 +32,16 @@ import pyarrow.parquet as pq
 from bf_assets.curate.schema import arrow_schema, storage_schema
 
 MiB = 1024 * 1024
-ROW_GROUP_ROWS = 64
-ROW_GROUP_BYTES = 64 * MiB
+ROW_GROUP_ROWS = 100_000  # a cap for tiny rows; row groups are sized by bytes
+ROW_GROUP_BYTES = 32 * MiB  # serialized rows per row group
 MAX_SHARD_BYTES = 256 * MiB
+
+
+def supports_content_defined_chunking() -> bool:
+    """Whether the installed pyarrow writes content-defined chunks (pyarrow 21 and later)."""
+    return int(pa.__version__.split(".", 1)[0]) >= 21
+
+
 WRITER_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "compression_level": 3,
@@ -35,6 +50,8 @@ WRITER_OPTIONS: dict[str, Any] = {
     "write_statistics": True,
     "store_schema": True,
     "data_page_version": "1.0",
+    "write_page_index": True,
+    **({"use_content_defined_chunking": True} if supports_content_defined_chunking() else {}),
 }
 
 

@@ -49,6 +49,7 @@ class RowKey(NamedTuple):
     rollout: Any
     config: str
     file: str
+    task_id: Any = None  # the row's task (a ``tasks`` row has no rollout)
 
 
 @dataclass(slots=True)
@@ -74,8 +75,9 @@ class _Piece(NamedTuple):
 # The text cache and object memo forked workers scan with (the caller's, set before the fork).
 _CACHES: list[tuple[TextCache, ScanMemo]] = []
 
-# a piece's findings, the (rollout_id, job, rollout) of each row read, and how many were read
-Result = tuple[list[Finding], list[tuple[Any, Any, Any]], int]
+# a piece's findings, the (rollout_id, job, rollout, task_id) of each row read, and how many
+# were read
+Result = tuple[list[Finding], list[tuple[Any, Any, Any, Any]], int]
 
 
 def scan_shards(
@@ -112,8 +114,9 @@ def scan_shards(
                 shared(rollout, rollout) if type(rollout) is str else rollout,
                 p.config,
                 p.rel,
+                shared(task, task) if type(task) is str else task,
             )
-            for rid, job, rollout in keys
+            for rid, job, rollout, task in keys
         )
         s.rows = (s.rows or 0) + n
     return scans
@@ -167,7 +170,7 @@ def _scan_piece(bundle: Path, p: _Piece, cache: TextCache, memo: ScanMemo, cap: 
     rows were read."""
     found: list[Finding] = []
     per_check: dict[str, int] = {}
-    keys: list[tuple[Any, Any, Any]] = []
+    keys: list[tuple[Any, Any, Any, Any]] = []
     read = 0
 
     def keep(fs: Sequence[Finding]) -> None:
@@ -196,7 +199,14 @@ def _scan_piece(bundle: Path, p: _Piece, cache: TextCache, memo: ScanMemo, cap: 
                     where = f"{p.rel} row {n}"
                     keep(scan_row(row, p.config, where=where, cache=cache, memo=memo))
                     keep(arguments_findings(row, p.config, where, cache))
-                    keys.append((row.get("rollout_id"), row.get("job"), row.get("rollout")))
+                    keys.append(
+                        (
+                            row.get("rollout_id"),
+                            row.get("job"),
+                            row.get("rollout"),
+                            row.get("task_id"),
+                        )
+                    )
             read += n - before
     return found, keys, read
 

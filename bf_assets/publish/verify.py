@@ -3,7 +3,11 @@
 :func:`verify_bundle` trusts nothing the curation step did: it re-hashes every file against
 the manifest, refuses files the manifest does not list, re-reads every Parquet shard and runs
 :func:`bf_assets.curate.scan.scan_row` on every row (on every core for a large bundle:
-:mod:`bf_assets.publish.shardscan`), scans the card, the report, the manifest and the excluded trials (``meta/excluded.jsonl``, a line at a time), and (given the
+:mod:`bf_assets.publish.shardscan`), scans the card, the report, the manifest, the excluded
+trials (``meta/excluded.jsonl``, a line at a time) and every other file the manifest lists,
+each Markdown file also as it renders (its backslash escapes undone) and every payload
+embedded in any of them (a ``data:`` URI such as the report's coverage picture: decoded,
+its XML entities too, and scanned like text), and (given the
 dataset review) proves the rows are exactly the trials the review decided to export: none
 more, and none fewer than the curation outcomes the excluded trials record (``duplicate``,
 ``curation error``), each row's artifacts unchanged since the review, every trial the
@@ -19,11 +23,16 @@ and scanned as values too (keys and every string), and one that is not a JSON ob
 
 from __future__ import annotations
 
+import base64
+import binascii
+import html
+import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -42,9 +51,9 @@ from bf_assets.curate.schema import DEFAULT_CONFIG
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.dataset.common import TrialKey, show_key
 from bf_assets.dataset.decide import CURATION_REASONS, Decision
+from bf_assets.dataset.reportmarkup import markdown_unescaped
 from bf_assets.findings import Finding, finding
 from bf_assets.publish.bundle import review_exports, worst_verdict
-from bf_assets.publish.card import LICENSE_PATH
 from bf_assets.publish.excluded import (
     EXCLUDED_PATH,
     excluded_line,
@@ -287,6 +296,31 @@ def _match_excluded(bundle: Path, excluded: Sequence[Decision], report: GateRepo
         pass  # reported by the scan
 
 
+TASKS_CONFIG = "tasks"
+
+
+def _check_tasks(
+    keys: list[RowKey], main: list[RowKey], manifest: dict[str, Any], report: GateReport
+) -> None:
+    """The ``tasks`` config (when the release has it) holds one row for each task of the
+    exported rollouts, and no other."""
+    if TASKS_CONFIG not in (manifest.get("configs") or {}):
+        return
+    want = {k.task_id for k in main}
+    seen: set[Any] = set()
+    for k in keys:
+        if k.config != TASKS_CONFIG:
+            continue
+        if k.task_id not in want or k.task_id in seen:
+            what = "a second row of" if k.task_id in seen else "a task of no exported rollout:"
+            report.add(finding(NOT_READY, f"{k.file}: {what} task {k.task_id}", file=k.file))
+        seen.add(k.task_id)
+    for task in sorted(want - seen, key=str):
+        report.add(
+            finding(SCHEMA, f"task {task} has rollouts but no tasks row", file=MANIFEST_PATH)
+        )
+
+
 def _cross_check(
     bundle: Path,
     keys: list[RowKey],
@@ -299,8 +333,9 @@ def _cross_check(
     """Rows against the decision; returns the release verdict the decision gives."""
     main = [k for k in keys if k.config == DEFAULT_CONFIG]
     ids = {k.rollout_id for k in main}
+    _check_tasks(keys, main, manifest, report)
     for k in keys:
-        if k.config != DEFAULT_CONFIG and k.rollout_id not in ids:
+        if k.config not in (DEFAULT_CONFIG, TASKS_CONFIG) and k.rollout_id not in ids:
             report.add(
                 finding(
                     NOT_READY,
@@ -400,6 +435,92 @@ def _scan_json_rows(
     return True
 
 
+# A ``data:`` URI: media type, parameters (``;base64`` among them), then its payload up to
+# what ends a URI in Markdown, HTML, JSON or XML text.
+DATA_URI = re.compile(
+    r"data:([a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+)?((?:;[a-z0-9!#$&^_.+-]+(?:=[^;,\s\"'()<>]*)?)*),"
+    r"([^\s\"'()<>\[\]]*)",
+    re.IGNORECASE,
+)
+EMBEDDED_DEPTH = 3  # a payload inside a payload inside a payload is still read
+EMBEDDED_BLOCK = 1 << 20
+
+
+def _decoded(params: str, payload: str) -> str | None:
+    """A ``data:`` URI's payload as text (bytes that are not UTF-8 replaced, so text inside
+    a binary picture is still read); None when it does not decode."""
+    if ";base64" in params.lower():
+        body = re.sub(r"\s+", "", unquote(payload))
+        body += "=" * (-len(body) % 4)
+        try:
+            raw = base64.b64decode(body.replace("-", "+").replace("_", "/"), validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        return raw.decode("utf-8", errors="replace")
+    return unquote(payload)
+
+
+def embedded_texts(text: str, depth: int = EMBEDDED_DEPTH) -> Iterator[tuple[str, str]]:
+    """``(what, text)`` of every payload embedded in ``text``: each ``data:`` URI decoded,
+    its XML and HTML entities undone when it holds any, and the payloads inside those, to
+    ``depth`` levels."""
+    if depth <= 0 or "data:" not in text.lower():
+        return
+    for m in DATA_URI.finditer(text):
+        if not m.group(3):
+            continue
+        what = f"data URI ({m.group(1) or 'text/plain'})"
+        inner = _decoded(m.group(2), m.group(3))
+        if inner is None:
+            continue
+        yield what, inner
+        plain = html.unescape(inner) if "&" in inner else inner
+        if plain != inner:
+            yield f"{what}, entities undone", plain
+        for sub, deeper in embedded_texts(plain, depth - 1):
+            yield f"{what} > {sub}", deeper
+
+
+def _scan_as(text: str, rel: str, what: str, report: GateReport) -> None:
+    """``text`` (a form of file ``rel``: ``what``) scanned like text; its findings name
+    ``rel`` as their file and say which form of it they were found in."""
+    for f in scan_text(text, f"{rel} ({what})"):
+        report.add(replace(f, file=rel))
+
+
+def _scan_embedded(text: str, rel: str, report: GateReport) -> None:
+    """Every payload embedded in ``text`` (:func:`embedded_texts`) scanned like text."""
+    for what, inner in embedded_texts(text):
+        _scan_as(inner, rel, what, report)
+
+
+def _scan_embedded_lines(path: Path, rel: str, report: GateReport) -> None:
+    """:func:`_scan_embedded` over a file of any size (the manifest, the excluded trials, a
+    JSON report), read a block of whole lines at a time: a block that holds no ``data:``
+    is passed over (a payload never spans lines in the files this package writes)."""
+    try:
+        with path.open("rb") as fh:
+            rest = b""
+            while block := fh.read(EMBEDDED_BLOCK):
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                block, rest = block[:cut], block[cut:]
+                if b"data:" in block.lower():
+                    _scan_embedded(block.decode("utf-8", errors="replace"), rel, report)
+            if rest and b"data:" in rest.lower():
+                _scan_embedded(rest.decode("utf-8", errors="replace"), rel, report)
+    except OSError:
+        pass  # reported by the scan that reads it
+
+
+def _published_texts(manifest: dict[str, Any], listed: set[str]) -> list[str]:
+    """The published files read as text: the card, the checksums, and every other listed
+    file but the shards, the manifest and the excluded trials (each scanned on its own)."""
+    own = {"README.md", CHECKSUMS_PATH, MANIFEST_PATH, pointed_path(manifest) or EXCLUDED_PATH}
+    others = sorted(r for r in listed if r not in own and not r.startswith("data/"))
+    return ["README.md", CHECKSUMS_PATH, *others]
+
+
 def _json_document(text: str) -> Any:
     try:
         return orjson.loads(text)
@@ -447,22 +568,14 @@ def verify_bundle(
         return report
     shards = _check_files(bundle, manifest, report)
     listed = {str(f.get("path")) for f in manifest["files"] if isinstance(f, dict)}
-    texts = [
-        "README.md",
-        *([LICENSE_PATH] if LICENSE_PATH in listed else []),
-        CHECKSUMS_PATH,
-        *sorted(
-            str(f.get("path"))
-            for f in manifest["files"]
-            if isinstance(f, dict) and str(f.get("path", "")).startswith("report/")
-        ),
-    ]
+    texts = _published_texts(manifest, listed)
     for rel in texts:
         p = bundle / rel
         if not p.is_file():
             report.add(finding(SCHEMA, f"{rel} is missing", file=rel))
             continue
         if rel.endswith(".json") and _scan_json_rows(p, rel, cache, report, memo):
+            _scan_embedded_lines(p, rel, report)
             continue  # a report in its own layout: scanned one trial at a time
         text = p.read_text(encoding="utf-8", errors="replace")
         doc = _json_document(text) if rel.endswith(".json") else None
@@ -470,6 +583,15 @@ def verify_bundle(
             report.extend(scan_value(doc, rel, cache, memo))
         else:
             report.extend(scan_text(text, rel))
+        if rel.endswith(".md"):  # as it renders: a value's backslash escapes undone
+            rendered = markdown_unescaped(text)
+            if rendered != text:
+                _scan_as(rendered, rel, "as rendered", report)
+            text = rendered
+        _scan_embedded(text, rel, report)
+    for rel in (MANIFEST_PATH, pointed_path(manifest) or EXCLUDED_PATH):
+        if rel in listed or rel == MANIFEST_PATH:
+            _scan_embedded_lines(bundle / rel, rel, report)
     keys = _shard_rows(bundle, shards, report, cache, memo)
     scanned = _scan_excluded(bundle, manifest, listed, cache, report)
     not_ingested = manifest.get("jobs_not_ingested")

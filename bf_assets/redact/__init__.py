@@ -9,7 +9,10 @@ The rule set, in priority order (an earlier rule names a merged span):
 3. rules in ``rules/custom.toml`` and in the files named by ``BF_ASSETS_SECRET_RULES``
    (``os.pathsep``-separated), written in gitleaks' TOML format;
 4. the generic forms (:data:`bf_assets.redact.generic.GENERIC_RULES`): URL credentials,
-   credential assignments and headers, bearer tokens, JWTs.
+   credential assignments and headers, bearer tokens, JWTs;
+5. secrets found by structure, with no vendor name
+   (:data:`bf_assets.redact.structural.STRUCTURAL_RULES`): prefixed random tokens, values
+   next to a credential word in any syntax, flags that take a secret, private-key bodies.
 
 Keywords gate every rule (:mod:`bf_assets.redact.engine`), so a string is lowercased and
 walked once, and only the rules whose keywords occur run, near the occurrences.  Values are
@@ -31,6 +34,7 @@ from bf_assets.redact.decode import spans_through_decodings
 from bf_assets.redact.engine import PLACEHOLDER, Rule, RuleSet, Span, is_marker
 from bf_assets.redact.generic import GENERIC_RULES, VENDOR_RULES
 from bf_assets.redact.gitleaks import RULES_DIR, global_allow_from_doc, load_doc, rules_from_doc
+from bf_assets.redact.structural import STRUCTURAL_RULES
 
 __all__ = [
     "PLACEHOLDER",
@@ -92,6 +96,7 @@ def _default_rules(custom: tuple[Path, ...]) -> RuleSet:
     for p in custom:
         rules.extend(load_custom(p))
     rules.extend(GENERIC_RULES)
+    rules.extend(STRUCTURAL_RULES)
     return RuleSet(rules, global_allow_from_doc(doc))
 
 

@@ -232,8 +232,8 @@ def _value_span(
 ) -> tuple[int, int] | None:
     text = ctx.text
     limit = min(len(text), vstart + 8192)
-    if vstart >= limit:
-        return None
+    if vstart >= limit or text.startswith("${", max(0, key_start - 2)):
+        return None  # ``${NAME:-default}``: a shell expansion's default, not an assignment
     c = text[vstart]
     if c in "\"'`" or text.startswith(('\\"', "\\'"), vstart):
         span = _quoted(text, vstart, limit)
@@ -266,6 +266,8 @@ def _value_span(
     value = text[vstart:end]
     if _PLACEHOLDER_VALUE.match(value) or _TYPE_OR_CODE.match(value):
         return None
+    if not any(ch.isalnum() for ch in value):
+        return None  # punctuation alone (``-``, ``...``) holds no secret
     return (vstart, end) if end > vstart else None
 
 

@@ -19,6 +19,7 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, escape_name
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.record import SLOT_FIELDS, TRIAL_ERRORS, TrialReview
+from bf_assets.review.story import STORY_FIELDS, TrialStory
 
 TRIAL_KEY = ("job", "rollout", "path")
 
@@ -27,6 +28,7 @@ RAW_COLUMNS = [
     "root",
     "layout",
     *SLOT_FIELDS,
+    "model_raw",
     "source_ref",
     "task_digest",
     "started_at",
@@ -40,6 +42,7 @@ VALIDATED_COLUMNS = [
     *TRIAL_KEY,
     "layout",
     *SLOT_FIELDS,
+    "model_raw",
     "source_ref",
     "task_digest",
     "started_at",
@@ -55,7 +58,23 @@ VALIDATED_COLUMNS = [
     "root",
     "reward",
     "skills",
+    *STORY_FIELDS,  # how the run ended, usage, the verifier's tests (review.story)
 ]
+# Story columns by dtype (nullable, so the Parquet schema is the same in every batch).
+STORY_INT_COLUMNS = (
+    "tokens_in",
+    "tokens_out",
+    "tokens_cache",
+    "tool_calls",
+    "tests_total",
+    "tests_passed",
+    "tests_failed",
+    "tests_skipped",
+    "judge_passed",
+    "judge_total",
+    "tokens_thought",
+)
+STORY_FLOAT_COLUMNS = ("cost_usd", "wall_time_sec", "judge_score")
 FINDING_COLUMNS = [*TRIAL_KEY, "check", "severity", "message", "file", "line", "evidence"]
 
 
@@ -71,7 +90,10 @@ def _identity(ident: Identity) -> dict[str, object]:
     """The slot fields and the provenance of a trial's identity (both tables carry them)."""
     row: dict[str, object] = {name: getattr(ident, name) for name in SLOT_FIELDS}
     row.update(
-        source_ref=ident.source_ref, task_digest=ident.task_digest, started_at=ident.started_at
+        source_ref=ident.source_ref,
+        task_digest=ident.task_digest,
+        started_at=ident.started_at,
+        model_raw=ident.model_raw,
     )
     return row
 
@@ -119,6 +141,9 @@ def validated_row(t: TrialReview) -> dict[str, object]:
         reward=t.reward,
         skills=_dumps(t.skills),
     )
+    story = t.story.to_dict()
+    story["failing_tests"] = _dumps(story["failing_tests"])
+    row.update(story)
     return row
 
 
@@ -133,6 +158,12 @@ def frame(rows: Sequence[dict[str, object]], columns: Sequence[str]) -> pd.DataF
         df["trial_index"] = df["trial_index"].astype("Int64")
     if "line" in df.columns:
         df["line"] = df["line"].astype("Int64")
+    for col in STORY_INT_COLUMNS:
+        if col in df.columns:
+            df[col] = df[col].astype("Int64")
+    for col in STORY_FLOAT_COLUMNS:
+        if col in df.columns:
+            df[col] = df[col].astype("float64")
     return df
 
 
@@ -283,8 +314,13 @@ def reviews_from_frame(df: pd.DataFrame) -> list[TrialReview]:
             source_ref=val("source_ref"),  # type: ignore[arg-type]
             task_digest=val("task_digest"),  # type: ignore[arg-type]
             started_at=val("started_at"),  # type: ignore[arg-type]
+            model_raw=val("model_raw"),  # type: ignore[arg-type]
         )
         reward = val("reward")
+        story = {k: val(k) for k in STORY_FIELDS}
+        story["failing_tests"] = orjson.loads(str(story["failing_tests"] or "[]"))
+        for k in STORY_INT_COLUMNS:
+            story[k] = int(story[k]) if story[k] is not None else None  # type: ignore[call-overload]
         out.append(
             TrialReview(
                 ref=ref,
@@ -298,6 +334,7 @@ def reviews_from_frame(df: pd.DataFrame) -> list[TrialReview]:
                 findings=[Finding.from_dict(d) for d in orjson.loads(str(val("findings") or "[]"))],
                 skills=orjson.loads(str(val("skills") or "{}")),
                 reward=float(reward) if reward is not None else None,  # type: ignore[arg-type]
+                story=TrialStory.from_dict(story),
             )
         )
     return out

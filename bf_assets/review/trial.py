@@ -10,6 +10,8 @@ from pathlib import Path
 from bf_assets.audit import AuditContext, audit_trial
 from bf_assets.contract import Outcome, Verdict
 from bf_assets.findings import Finding, finding, sort_findings
+from bf_assets.gate.cite import locate_findings
+from bf_assets.gate.identity_secret import identity_secret_findings
 from bf_assets.gate.run import run_gate
 from bf_assets.gate.verdict import verdict_of
 from bf_assets.ingest.discovery import TrialRef
@@ -17,6 +19,8 @@ from bf_assets.ingest.identity import Identity
 from bf_assets.ingest.scan import TrialData, scan_trial
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
+from bf_assets.review.source_secrets import source_secret_findings
+from bf_assets.review.story import trial_story
 
 
 def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialReview:
@@ -24,6 +28,8 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     opts = options or ReviewOptions()
     gate = run_gate(data)
     c = gate.classification
+    story = trial_story(data, gate.view)
+    secrets = source_secrets(data)
     if not opts.audits or data.ref.link_escape:
         return TrialReview(
             ref=data.ref,
@@ -34,9 +40,14 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
             training_ready=c.training_ready,
             verdict=gate.verdict,
             attribution=c.attribution,
-            findings=gate.findings,
+            findings=locate_findings(
+                data,
+                gate.view,
+                sort_findings([*gate.findings, *secrets]) if secrets else gate.findings,
+            ),
             files=data.files,
             reward=gate.view.reward,
+            story=story,
         )
     ctx = AuditContext(tasks_dir=Path(opts.tasks_dir) if opts.tasks_dir else None)
     audit = audit_trial(
@@ -46,7 +57,10 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         attribution=c.attribution,
         existing_checks=frozenset(f.check for f in gate.findings),
     )
-    findings, attribution = merge_findings(gate.findings, audit.findings, c.outcome, c.attribution)
+    findings, attribution = merge_findings(
+        gate.findings, [*audit.findings, *secrets], c.outcome, c.attribution
+    )
+    findings = locate_findings(data, gate.view, findings)
     healthy = c.healthy and attribution in ("n/a", "model_capability")
     return TrialReview(
         ref=data.ref,
@@ -61,7 +75,25 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
         files=data.files,
         skills=audit.skills,
         reward=gate.view.reward,
+        story=story,
     )
+
+
+def source_secrets(data: TrialData) -> list[Finding]:
+    """``SOURCE_SECRET`` findings of the files the scan read (none for a trial not read)."""
+    if data.ref.link_escape or not data.read_files:
+        return []
+    docs = {
+        rel: doc.value
+        for rel, doc in (
+            ("result.json", data.result),
+            ("config.json", data.config),
+            ("run_config.json", data.run_config),
+            ("prompts.json", data.prompts),
+        )
+        if doc.present
+    }
+    return source_secret_findings(data.ref.path, data.ref.root, data.read_files, docs)
 
 
 def merge_findings(
@@ -89,14 +121,15 @@ def review_uncached(ref: TrialRef, opts: ReviewOptions) -> TrialReview:
             f"the trial could not be reviewed safely: {type(exc).__name__}: {exc}",
             file=".",
         )
+        ident = Identity(job=ref.job, rollout=ref.rollout)
         return TrialReview(
             ref=ref,
-            identity=Identity(job=ref.job, rollout=ref.rollout),
+            identity=ident,
             layout=ref.layout,
             outcome=Outcome.UNHEALTHY.value,
             healthy=False,
             training_ready=False,
             verdict=Verdict.REJECTED.value,
             attribution="unknown",
-            findings=[f],
+            findings=sort_findings([f, *identity_secret_findings(ref, ident)]),
         )
