@@ -54,6 +54,7 @@ CONTEXT = 64  # characters around a decoded stretch that a finder sees in a view
 # widened to the line before and the line's end)
 LINE_REACH = 2048  # a window is widened to a line's end when one is this close
 MIN_BASE64 = 24  # characters of a base64 run worth decoding
+WRAP_MIN_LINE = 60  # a line this long may be cut by a wrap (a terminal's is 80 or more)
 MIN_BINARY_RUN = 16  # printable ASCII bytes of a binary payload scanned as text
 MAX_BASE64 = 8 << 20  # a longer blob is not decoded
 
@@ -626,7 +627,8 @@ def _continuation(text: str, line1: int, brk: int, line2: int) -> int | None:
 
 def _join_view(text: str, parent: View | None, kind: str) -> View | None:
     """Tokens cut by a line break joined: the break (with a ``\\`` before it) and the next
-    line's prefix left out, where both sides look like parts of one random token."""
+    line's prefix left out, where both sides look like parts of one random token and the
+    first line is long enough to have been wrapped (or ends with a ``\\``)."""
     b: _Builder | None = None  # made for the first join (most texts have none)
     last = 0
     for m in _JOIN_BREAK.finditer(text):
@@ -641,6 +643,8 @@ def _join_view(text: str, parent: View | None, kind: str) -> View | None:
         if not _random_looking(tail) or _HEX_ONLY.fullmatch(tail):
             continue  # a word, a number, a digest
         line1 = text.rfind("\n", 0, brk) + 1
+        if brk - line1 < WRAP_MIN_LINE and text[brk] != "\\":
+            continue  # a short line is whole: a list of ids, one a line, is no wrapped token
         at = _continuation(text, line1, brk, nl + 1)
         if at is None:
             continue
