@@ -17,6 +17,10 @@ The keyword plugin runs line by line, as detect-secrets runs it on a file, with 
 quotes-required patterns (detect-secrets' choice for text of unknown type) and its own
 heuristic filters; the other plugins run on the whole string.  A hit whose value is one of
 our placeholders is not a secret.  No plugin's ``verify`` is ever called (no network).
+
+Every plugin also runs on the string's decoded views (:mod:`bf_assets.redact.decode`, the
+same decodings the redactor sees through: a decoding is not a detection rule), so a secret
+that survives URL-encoded, escaped, as entities, in base64 or cut by a wrap is caught.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
 from detect_secrets.plugins.twilio import TwilioKeyDetector
 
+from bf_assets.redact.decode import iter_decoded_views, may_hold_encoding
 from bf_assets.redact.structural import credential_shapes
 
 KEYWORD_TYPE = "Secret Keyword"
@@ -196,11 +201,8 @@ def _plugin_hits(text: str) -> list[str]:
     return [name for name, _ in _plugin_found(text)]
 
 
-def detect(text: str) -> list[str]:
-    """The secret types found in ``text`` by detect-secrets and by the structural detector
-    (one entry per hit, no values)."""
-    if not text or len(text) < 8:
-        return []
+def _hits(text: str) -> list[str]:
+    """detect-secrets' and the structural detector's hits in ``text`` itself."""
     found = _plugin_found(text)
     out = [name for name, _ in found]
     out.extend(f"KeywordDetector ({t})" for t in _keyword_hits(text))
@@ -209,4 +211,25 @@ def detect(text: str) -> list[str]:
         shape = text[s:e]
         if not any(shape in v or v in shape for v in values):  # one finding a secret
             out.append(f"{STRUCTURAL} ({kind})")
+    return out
+
+
+def detect(text: str) -> list[str]:
+    """The secret types found in ``text`` by detect-secrets and by the structural detector
+    (one entry per hit, no values), and, marked ``(decoded)``, those found only in its
+    decoded views (:func:`bf_assets.redact.decode.iter_decoded_views`: URL encoding,
+    escapes, HTML entities, base64, quoted or wrapped lines), so that an encoded secret
+    blocks a release too."""
+    if not text or len(text) < 8:
+        return []
+    out = _hits(text)
+    if not may_hold_encoding(text):
+        return out
+    seen = set(out)
+    for view in iter_decoded_views(text):
+        for ws, we in view.windows():
+            for hit in _hits(view.text[ws:we]):
+                if hit not in seen:
+                    seen.add(hit)
+                    out.append(f"{hit} (decoded)")
     return out

@@ -30,6 +30,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from bf_assets.redact.decode import spans_through_decodings
 from bf_assets.redact.engine import PLACEHOLDER, Rule, RuleSet, Span, is_marker
 from bf_assets.redact.generic import GENERIC_RULES, VENDOR_RULES
 from bf_assets.redact.gitleaks import RULES_DIR, global_allow_from_doc, load_doc, rules_from_doc
@@ -115,15 +116,21 @@ def default_rules() -> RuleSet:
 
 
 def secret_spans(text: str) -> list[Span]:
-    """``(start, end, priority, kind)`` of every secret in ``text``."""
-    return default_rules().spans(text)
+    """``(start, end, priority, kind)`` of every secret in ``text``, in plain sight or
+    encoded (:mod:`bf_assets.redact.decode`: URL encoding, escapes, HTML entities, base64,
+    quoted or wrapped lines), as spans of ``text`` itself."""
+    if not text:
+        return []
+    return spans_through_decodings(text, default_rules().spans)
 
 
 def redact_text(text: str, counts: Counter[str] | None = None) -> str:
-    """Replace every secret in ``text`` with ``[REDACTED:<kind>]``; count replacements per kind."""
+    """Replace every secret in ``text`` (:func:`secret_spans`) with ``[REDACTED:<kind>]``;
+    count replacements per kind."""
     if not text:
         return text
-    return default_rules().redact(text, counts)
+    rules = default_rules()
+    return rules.redact(text, counts, spans_through_decodings(text, rules.spans))
 
 
 def find_secrets(text: str) -> list[tuple[str, str]]:

@@ -384,8 +384,13 @@ class RuleSet:
                 found.extend([(s, e, i, kind) for s, e in got])
         return merge_spans(found) if found else found
 
-    def redact(self, text: str, counts: Counter[str] | None = None) -> str:
-        spans = self.spans(text)
+    def redact(
+        self, text: str, counts: Counter[str] | None = None, spans: list[Span] | None = None
+    ) -> str:
+        """``text`` with every span (by default this rule set's spans of it) replaced by
+        ``[REDACTED:<kind>]``; replacements counted per kind."""
+        if spans is None:
+            spans = self.spans(text)
         if not spans:
             return text
         parts, last = [], 0
