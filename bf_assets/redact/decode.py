@@ -86,10 +86,11 @@ _MARKS: dict[str, re.Pattern[str]] = {
     "base64": re.compile(_B64_MARK),
     "join": re.compile(_JOIN_MARK),
     "quote": re.compile(_QUOTE_MARK),
+    "wrap": re.compile(r"[^\n]{60}\n"),
 }
 # how far around a decoded stretch a nested encoding's marker is looked for (a base64 run
 # decoded from ``%2B``/``%3D`` reaches well beyond the decoded character)
-_NEST_MARGIN = {"inline": 8, "base64": 48, "join": 8, "quote": 8}
+_NEST_MARGIN = {"inline": 8, "base64": 48, "join": 8, "quote": 8, "wrap": 8}
 
 
 # --------------------------------------------------------------------------- views
@@ -659,6 +660,40 @@ def _join_view(text: str, parent: View | None, kind: str) -> View | None:
     return b.view(kind, parent)
 
 
+# The widths a terminal commonly wraps at: a line of exactly one of them, or as long as the
+# line after it (a run of wrapped lines is one width), was cut by the terminal, anywhere in
+# its content (between ``https`` and ``://``, after ``KEY=``), not only inside a token.
+TERMINAL_WIDTHS = frozenset((80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256))
+_LONG_LINE = _MARKS["wrap"]  # a line of WRAP_MIN_LINE characters or more
+
+
+def _wrap_view(text: str, parent: View | None, kind: str) -> View | None:
+    """Lines a terminal wrapped joined again: the break after a line of a terminal's width
+    (:data:`TERMINAL_WIDTHS`, or the width of the wrapped line after it) left out."""
+    b: _Builder | None = None
+    last = 0
+    start = 0
+    n = len(text)
+    while start < n:
+        nl = text.find("\n", start)
+        if nl < 0:
+            break
+        width = nl - start
+        nxt = text.find("\n", nl + 1)
+        width2 = (n if nxt < 0 else nxt) - (nl + 1)
+        if width >= WRAP_MIN_LINE and (width in TERMINAL_WIDTHS or (width == width2 and nxt >= 0)):
+            if b is None:
+                b = _Builder(text)
+            b.copy(last, nl)
+            b.deleted()
+            last = nl + 1
+        start = nl + 1
+    if b is None:
+        return None
+    b.copy(last, len(text))
+    return b.view(kind, parent)
+
+
 # --------------------------------------------------------------------------- entry points
 
 _BUILDERS: dict[str, Callable[[str, View | None, str], View | None]] = {
@@ -666,6 +701,7 @@ _BUILDERS: dict[str, Callable[[str, View | None, str], View | None]] = {
     "base64": _base64_view,
     "quote": _quote_view,
     "join": _join_view,
+    "wrap": _wrap_view,
 }
 _KINDS = tuple(_BUILDERS)
 
@@ -684,6 +720,8 @@ def _marked_kinds(text: str) -> list[str]:
         kinds.append("quote")
     if "\n" in text and _MARKS["join"].search(text):
         kinds.append("join")
+    if len(text) > WRAP_MIN_LINE and "\n" in text and _LONG_LINE.search(text):
+        kinds.append("wrap")
     return kinds
 
 

@@ -293,6 +293,8 @@ def find_assignments(ctx: Context, positions: list[int]) -> Iterator[tuple[int, 
         key = km.group("key").lstrip("-.")
         if _NOT_SECRET_KEYS.match(key):
             continue
+        if km.start() > 0 and text[km.start() - 1] in "/\\":
+            continue  # a path's last name (``/srv/x/google-auth: empty section``), not a key
         # a key written as a command-line flag: --password VALUE / --token=VALUE
         if text.startswith("--", km.start()) or (
             km.start() >= 2 and text[km.start() - 2 : km.start()] == "--"

@@ -33,6 +33,7 @@ import orjson
 
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.readers import READ_FLAGS, resolve_file
+from bf_assets.redact import redact_text
 
 CHECK = "SOURCE_SECRET"
 MAX_FINDINGS = 20
@@ -109,8 +110,16 @@ def _finding(rel: str, line: int, hit: _Hit, again: int) -> Finding:
         f"a credential ({hit.kind}) in {where}{more}: rotate it (no export shows it)",
         file=rel,
         line=line,
-        evidence=hit.excerpt,
+        evidence=_evidence(hit),
     )
+
+
+def _evidence(hit: _Hit) -> str:
+    """Where the secret sits and its kind, never the text around it: a neighbouring secret
+    that only its decoded context shows (a password in a YAML list inside a JSON string)
+    would otherwise be copied out with it."""
+    placeholder = f"[REDACTED:{hit.kind}]"
+    return redact_text(f"{hit.path} = {placeholder}") if hit.path else placeholder
 
 
 def _blocks(real: str) -> Iterator[str]:
