@@ -24,7 +24,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     opts = options or ReviewOptions()
     gate = run_gate(data)
     c = gate.classification
-    if not opts.audits or data.ref.link_escape:
+    if not opts.audits or data.unread:
         return TrialReview(
             ref=data.ref,
             identity=data.identity,
