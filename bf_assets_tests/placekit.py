@@ -1,4 +1,5 @@
-"""Places a command must cope with: a folder it cannot list, a full disk, a read-only folder.
+"""Places a command must cope with (a folder it cannot list, a full disk, a read-only
+folder), and the command run in a child process with its exit code, output and peak memory.
 
 Root reads every folder whatever its mode (``CAP_DAC_OVERRIDE``, ``CAP_DAC_READ_SEARCH``), so
 ``chmod 000`` alone proves nothing when the tests run as root.  :func:`without_read_override`
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -113,3 +117,72 @@ def read_only_dir(target: Path) -> Iterator[Path]:
         yield target
     finally:
         _umount(target)
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    code: int
+    stdout: str
+    stderr: str
+    peak_mb: float  # the child's peak resident memory (ru_maxrss of it and its children)
+
+
+def run_cli(
+    args: list[str],
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    *,
+    unprivileged: bool = False,
+    address_space_mb: int | None = None,
+    timeout: float = 600,
+) -> Ran:
+    """``bf-assets ARGS`` in a child process (this interpreter, this ``sys.path``): its exit
+    code, output and peak memory; ``unprivileged``: started with
+    :func:`without_read_override`; ``address_space_mb``: the child cannot map more (a
+    command that would exhaust the machine's memory fails instead)."""
+    full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})}
+
+    def preexec() -> None:
+        if unprivileged:
+            without_read_override()
+        if address_space_mb is not None:
+            cap = address_space_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    out, err = cwd / f".cli-{os.getpid()}.out", cwd / f".cli-{os.getpid()}.err"
+    with open(out, "wb") as o, open(err, "wb") as e:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "bf_assets.cli.main", *args],
+            cwd=cwd,
+            env=full_env,
+            stdout=o,
+            stderr=e,
+            preexec_fn=preexec,
+        )
+        try:
+            status, usage = _wait(proc.pid, timeout)
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    ran = Ran(
+        proc.returncode,
+        out.read_text(errors="replace"),
+        err.read_text(errors="replace"),
+        usage.ru_maxrss / 1024,
+    )
+    out.unlink()
+    err.unlink()
+    return ran
+
+
+def _wait(pid: int, timeout: float) -> tuple[int, resource.struct_rusage]:
+    deadline = time.monotonic() + timeout
+    while True:
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+        if got == pid:
+            return status, usage
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"bf-assets did not end within {timeout} s")
+        time.sleep(0.05)

@@ -80,15 +80,17 @@ def quarantine_values(max_entries: int) -> int:
 
 
 _SHOWN = reprlib.Repr()
-_SHOWN.maxstring = 80
-_SHOWN.maxother = 80
-_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 6
+_SHOWN.maxstring = _SHOWN.maxother = 60
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = 4
 _SHOWN.maxlevel = 3
+SHOWN_CHARS = 120
 
 
 def shown(value: Any) -> str:
-    """``repr(value)`` cut short: a value quoted in a one-line error message."""
-    return _SHOWN.repr(value)
+    """``repr(value)`` cut short (at most :data:`SHOWN_CHARS` characters, built without
+    the whole repr): a value quoted in a one-line error message."""
+    text = _SHOWN.repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def read_text(path: str | os.PathLike[str], error: ErrorType, limit: int) -> str:
