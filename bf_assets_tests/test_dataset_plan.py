@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,148 @@ def test_unparsable_and_unreadable_files(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(PlanError, match="must be a mapping"):
         load_plan(empty)
+
+
+# --------------------------------------------------------------------------- limits
+
+SAFE_LOAD_CASES = [
+    PLAN_YAML,
+    "a: 1\nb: 1.5\nc: true\nd: null\ne: ~\nf: 2026-11-03\ng: '2026-11-03'\nh: 0x1f\ni: 1_000\n",
+    "at: 2026-11-03T10:00:00\nsha: 0123abcd\nn: 0123\ny: yes\noff: off\ninf: .inf\n",
+    "base: &b {tasks: [t1, t2], harnesses: [codex]}\nm:\n  - <<: *b\n    harnesses: [claude]\n",
+    "one: &x {a: 1, b: 2}\ntwo: &y {b: 3, c: 4}\nm: {<<: [*x, *y], d: 5}\n",
+    's: |\n  line one\n  line two\nt: >\n  folded\n  text\nu: "tab\\there"\n',
+    "- &e [a, b]\n- *e\n- {k: *e}\n- !!str 12\n- !!int '7'\n- !!binary aGk=\n",
+    "dup: 1\ndup: 2\n? complex key\n: v\n'quoted: key': [\"x\", 'y']\n",
+    "",
+    "# only a comment\n",
+    "--- \nname: p\n...\n",
+]
+
+
+@pytest.mark.parametrize("text", SAFE_LOAD_CASES)
+def test_the_bounded_yaml_reader_reads_as_safe_load(text: str) -> None:
+    """Plan and quarantine files are read event by event within limits; what they hold is
+    exactly what ``yaml.safe_load`` made of them (anchors, merge keys, dates, tags)."""
+    import yaml
+
+    from bf_assets.dataset.inputlimits import DocumentLimits, parse_yaml
+
+    limits = DocumentLimits(max_bytes=1 << 20, max_values=1000)
+    assert parse_yaml(text, "f", PlanError, limits) == yaml.safe_load(text)
+
+
+def _bomb(levels: int = 9, width: int = 10) -> str:
+    """A billion laughs: ``width ** levels`` strings in a few hundred bytes, inside the
+    plan's ``name`` (the first value the plan's checks quote in an error)."""
+    lists = ["&l0 [" + ", ".join(["lol"] * width) + "]"]
+    for i in range(1, levels):
+        lists.append(f"&l{i} [" + ", ".join([f"*l{i - 1}"] * width) + "]")
+    return "name: [" + ", ".join(lists) + "]\nmatrix: []\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (_bomb(), "more than 100,000 values, each alias counted as all it repeats"),
+        ("name: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper than 32 levels"),
+        ("name: " + "[" * 40 + "]" * 40 + "\n", "nested deeper than 32 levels"),
+        ("".join(f"{'  ' * i}k:\n" for i in range(60)) + "  " * 60 + "v\n", "nested deeper"),
+        ("name: &a [x, *a]\n", "refers to a collection that holds it"),
+        ("name: *nowhere\n", "names no anchor"),
+        ("name: p\n---\nname: q\n", "more than one YAML document"),
+        ("name: !!python/object:os.system x\n", "tag:yaml.org,2002:python/object"),
+        ("name: !!set {a, b}\n", "is not allowed here"),
+        ("at: 2026-13-45\n", "cannot read the value"),
+        ("name: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_a_plan_past_a_limit_is_one_line_naming_it(tmp_path: Path, text: str, needle: str) -> None:
+    p = tmp_path / "plan.yaml"
+    p.write_text(text)
+    with pytest.raises(PlanError) as info:
+        load_plan(p)
+    message = str(info.value)
+    assert needle in message and message.startswith(f"{p}: ")
+    assert "\n" not in message and len(message) < 400
+
+
+def test_a_plan_file_past_the_size_limit_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "plan.yaml"
+    with open(p, "wb") as fh:  # 300 MB, sparse: refused by its size alone
+        fh.truncate(300 * 1024 * 1024)
+    with pytest.raises(PlanError, match=r"314,572,800 bytes, over the limit of 8,388,608 bytes"):
+        load_plan(p)
+    p.write_text(PLAN_YAML)
+    monkeypatch.setenv("BF_INPUT_MAX_BYTES", "100")
+    with pytest.raises(PlanError, match=r"over the limit of 100 bytes .*BF_INPUT_MAX_BYTES"):
+        load_plan(p)
+    monkeypatch.setenv("BF_INPUT_MAX_BYTES", "4096")
+    assert load_plan(p).expected_slots() == 64
+
+
+def test_a_plan_that_is_not_a_regular_file_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "plan.yaml"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer
+    with pytest.raises(PlanError, match="not a regular file"):
+        load_plan(fifo)
+
+
+def test_json_plans_have_the_same_limits(tmp_path: Path) -> None:
+    p = tmp_path / "plan.json"
+    p.write_text('{"name": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(PlanError, match="nested deeper than 32 levels"):
+        load_plan(p)
+    p.write_text(json.dumps({"name": [[[["x"]]]] * 30_000, "matrix": []}))
+    with pytest.raises(PlanError, match="more than 100,000 values"):
+        load_plan(p)
+
+
+def _wide(n: int, trials: int = 1) -> dict[str, Any]:
+    xs = [f"x{i}" for i in range(n)]
+    return _plan(entry={"tasks": xs, "harnesses": xs, "models": xs, "trials": trials})
+
+
+def test_the_matrix_is_sized_before_it_is_expanded() -> None:
+    """400 x 400 x 400 is 64 million cells: refused from the list lengths alone (expanding
+    it first would take minutes and gigabytes)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(PlanError) as info:
+            parse_plan(_wide(400))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "plans up to 64,000,000 cells and 64,000,000 slots" in str(info.value)
+    assert "over the limit of 500,000 slots (BF_PLAN_MAX_SLOTS raises it)" in str(info.value)
+    assert peak < 20 * 1024 * 1024
+
+
+def test_trials_per_cell_and_slots_limits_and_their_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(PlanError, match=r"matrix\[0\]\.trials: 1,000,000,000 trials per cell"):
+        parse_plan(_plan(entry={"trials": 1_000_000_000}))
+    assert parse_plan(_plan(entry={"trials": 1000})).expected_slots() == 1000
+    monkeypatch.setenv("BF_PLAN_MAX_TRIALS", "5000")
+    assert parse_plan(_plan(entry={"trials": 5000})).expected_slots() == 5000
+    # the slots of every entry count: two entries of 300 slots pass 500 only together
+    monkeypatch.setenv("BF_PLAN_MAX_SLOTS", "500")
+    data = _plan(entry={"trials": 300})
+    parse_plan(data)
+    data["matrix"].append({**data["matrix"][0], "tasks": ["t2"]})
+    with pytest.raises(PlanError, match="600 slots .* over the limit of 500 slots"):
+        parse_plan(data)
+    monkeypatch.setenv("BF_PLAN_MAX_SLOTS", "lots")
+    with pytest.raises(PlanError, match="BF_PLAN_MAX_SLOTS='lots': must be a whole number"):
+        parse_plan(_plan())
+
+
+def test_an_error_quotes_a_long_value_in_short() -> None:
+    with pytest.raises(PlanError) as info:
+        parse_plan(_plan(name=["x" * 10_000] * 10_000))
+    assert len(str(info.value)) < 300

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +193,105 @@ def test_path_parts_are_pathlibs_without_pathlib() -> None:
         for combo in itertools.product(pieces, repeat=k):
             text = "".join(combo)
             assert _parts(text) == pathlib_parts(text), text
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def _entries_yaml(n: int) -> str:
+    return "".join(
+        f"- trial: J/t__{i}\n  action: quarantine\n  reason: r\n  by: me\n  at: 2026-01-01\n"
+        for i in range(n)
+    )
+
+
+def test_entries_past_the_limit_are_refused_where_the_reading_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = tmp_path / "q.yaml"
+    p.write_text(_entries_yaml(4))
+    monkeypatch.setenv("BF_QUARANTINE_MAX_ENTRIES", "4")
+    assert len(load_quarantine(p)) == 4
+    monkeypatch.setenv("BF_QUARANTINE_MAX_ENTRIES", "3")
+    with pytest.raises(QuarantineError) as info:
+        load_quarantine(p)
+    assert str(info.value) == (
+        f"{p}: more than 3 entries: over the limit (BF_QUARANTINE_MAX_ENTRIES raises it)"
+    )
+    j = tmp_path / "q.json"
+    j.write_text(json.dumps([_raw(trial=f"J/t__{i}") for i in range(4)]))
+    with pytest.raises(QuarantineError, match=r"4 entries, over the limit of 3"):
+        load_quarantine(j)
+    with pytest.raises(QuarantineError, match=r"4 entries, over the limit of 3"):
+        parse_quarantine([_raw()] * 4)
+
+
+def test_the_default_entry_limit_holds_a_large_file_in_bounded_memory(tmp_path: Path) -> None:
+    """200,000 entries (within the size limit, 8 MiB here): refused at entry 10,001, with
+    what was built up to there as the only memory taken."""
+    import tracemalloc
+
+    p = tmp_path / "q.yaml"
+    entry = "- {trial: J/t, action: quarantine, reason: r, by: me, at: 2026-01-01}\n"
+    p.write_text(entry * (8 * 1024 * 1024 // len(entry)))
+    tracemalloc.start()
+    try:
+        with pytest.raises(QuarantineError, match="more than 10,000 entries"):
+            load_quarantine(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024 * 1024  # the text (8 MiB, read once) and 10,000 small entries
+
+
+def test_an_alias_bomb_in_an_entry_is_refused(tmp_path: Path) -> None:
+    lists = ["&l0 [" + ", ".join(["lol"] * 10) + "]"]
+    lists += [f"&l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    p = tmp_path / "q.yaml"
+    p.write_text(f"- trial: [{', '.join(lists)}]\n  action: quarantine\n")
+    with pytest.raises(QuarantineError, match="each alias counted as all it repeats"):
+        load_quarantine(p)
+
+
+def test_appending_past_the_limit_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bf_assets.dataset.quarantine import append_entry, new_entry
+
+    p = tmp_path / "q.yaml"
+    p.write_text(_entries_yaml(2))
+    monkeypatch.setenv("BF_QUARANTINE_MAX_ENTRIES", "3")
+    assert len(append_entry(p, new_entry("J/t__x", "quarantine", "r", "me"))) == 3
+    before = p.read_text()
+    with pytest.raises(QuarantineError, match="holds 3 entries, the limit"):
+        append_entry(p, new_entry("J/t__y", "quarantine", "r", "me"))
+    assert p.read_text() == before
+
+
+def test_matching_through_the_index_is_the_matching_rule() -> None:
+    """Entries are matched through an index of the trials' last two path parts: every
+    entry matches exactly the trials the rule matches them to, by brute force."""
+    import itertools
+
+    reviews = [
+        make_review(rollout=f"t__{t}", job=job, root=root)
+        for root, job, t in itertools.product(
+            ("/x/run-a", "/y/run-b", "/run-a"), ("J", "jobs/J", "K"), ("a", "b")
+        )
+    ]
+    texts = [
+        "/".join(parts)
+        for parts in itertools.product(
+            ("", "run-a", "y/run-b", "jobs"), ("", "J", "jobs/J", "K"), ("t__a", "t__b", "J")
+        )
+    ]
+    entries = [_entry(t) for t in dict.fromkeys(x.strip("/") for x in texts) if t]
+    applied = apply_quarantine(reviews, entries)
+    brute: dict[Any, QuarantineEntry] = {}
+    for e in entries:
+        for r in reviews:
+            if entry_matches(e, r):
+                brute.setdefault(trial_key(r), e)
+    assert applied == brute
+    unmatched = [e for e in entries if not any(entry_matches(e, r) for r in reviews)]
+    assert unmatched_entries(reviews, entries) == unmatched and unmatched

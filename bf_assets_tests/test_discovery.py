@@ -193,12 +193,22 @@ def test_directory_link_leaving_the_root_is_reported_unreadable(
     assert (escaped.verdict, escaped.healthy) == ("rejected", False)
 
 
-def test_job_directory_link_leaving_the_root_is_a_near_miss(trial: Trial, tmp_path: Path) -> None:
+def test_job_directory_link_leaving_the_root_is_reported_unreadable(
+    trial: Trial, tmp_path: Path
+) -> None:
+    """A link leaving the root may hold trials (here a whole job directory): it is reported
+    as a trial that is not read, never dropped as a near-miss the JSON and the release
+    would not show."""
     outside = build_trial(tmp_path / "elsewhere", rollout_id="ffff0000")
     os.symlink(outside.path.parent, trial.root / "other-job")
-    assert [t.path for t in found(trial.root)] == [str(trial.path)]
-    skipped = dict(discover([trial.root]).skipped)
-    assert "leaves the run root" in skipped[str(trial.root / "other-job")]
+    refs = {t.path: t for t in found(trial.root)}
+    assert set(refs) == {str(trial.path), str(trial.root / "other-job")}
+    assert refs[str(trial.root / "other-job")].link_escape
+    report = review_roots([trial.root], ReviewOptions(audits=False))
+    linked = next(t for t in report.trials if t.ref.link_escape)
+    assert [f.check for f in linked.findings] == ["GATE_UNREADABLE"]
+    assert "leaves the run root" in linked.findings[0].message
+    assert linked.verdict == "rejected"
 
 
 def test_unparsable_result_is_still_a_trial(trial: Trial) -> None:
@@ -335,3 +345,133 @@ def test_job_fingerprints_from_fingerprints_already_taken(runs_root: Path) -> No
     assert job.fingerprint != discover_jobs([runs_root])[0].fingerprint
     # a trial missing from the map is fingerprinted now
     assert group_jobs(trials, {trials[0].path: taken[trials[0].path]}) == group_jobs(trials)
+
+
+# --------------------------------------------------------------------------- nothing silent
+
+
+def _unread_review(root: Path, name: str) -> tuple[str, list[str], str]:
+    """``(verdict, check ids, first message)`` of the reviewed trial whose directory is
+    ``name``; the review runs in this process (so a patched ``os.scandir`` holds)."""
+    report = review_roots([root], ReviewOptions(audits=False, workers=1))
+    [t] = [t for t in report.trials if Path(t.ref.path).name == name]
+    return t.verdict, [f.check for f in t.findings], t.findings[0].message
+
+
+def test_a_dangling_link_is_a_trial_that_cannot_be_read(trial: Trial, tmp_path: Path) -> None:
+    """A trial directory that was moved or deleted behind a link is reported (and rejected
+    with the reason), never skipped as if it were not there."""
+    os.symlink(tmp_path / "moved-away", trial.root / JOB / "demo-task__gone0000")
+    refs = {Path(t.path).name: t for t in found(trial.root)}
+    assert set(refs) == {trial.path.name, "demo-task__gone0000"}
+    verdict, checks, message = _unread_review(trial.root, "demo-task__gone0000")
+    assert (verdict, checks) == ("rejected", ["GATE_UNREADABLE"])
+    assert "link whose target does not exist" in message
+
+
+def test_a_link_loop_is_a_trial_that_cannot_be_read(trial: Trial) -> None:
+    loop = trial.root / JOB / "demo-task__loop0000"
+    os.symlink(loop, loop)
+    assert str(loop) in {t.path for t in found(trial.root)}
+    verdict, checks, _ = _unread_review(trial.root, loop.name)
+    assert (verdict, checks) == ("rejected", ["GATE_UNREADABLE"])
+
+
+def test_a_link_to_a_file_stays_a_file(trial: Trial) -> None:
+    os.symlink(trial.file("result.json"), trial.root / JOB / "latest.json")
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+
+
+def _refuse_listing(monkeypatch: pytest.MonkeyPatch, *blocked: Path) -> None:
+    """``os.scandir`` (and ``os.listdir``) of ``blocked`` fail as a mode-000 folder does for
+    a user who is not root (root would list it whatever its mode)."""
+    import errno
+
+    real_scandir, real_listdir = os.scandir, os.listdir
+    names = {str(b) for b in blocked}
+
+    def deny(path: object) -> None:
+        if os.fspath(path) in names:  # type: ignore[arg-type]
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fspath(path))  # type: ignore[arg-type]
+
+    def scandir(path: object = ".") -> object:
+        deny(path)
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    def listdir(path: object = ".") -> object:
+        deny(path)
+        return real_listdir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(os, "listdir", listdir)
+
+
+def test_a_directory_that_cannot_be_listed_is_a_trial_with_the_reason(
+    trial: Trial, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = build_trial(trial.root, rollout_id="bbbb0000")
+    _refuse_listing(monkeypatch, other.path)
+    refs = {t.path: t for t in found(trial.root)}
+    assert set(refs) == {str(trial.path), str(other.path)}
+    verdict, checks, message = _unread_review(trial.root, other.path.name)
+    assert (verdict, checks) == ("rejected", ["GATE_UNREADABLE"])
+    assert "cannot be listed (Permission denied)" in message
+
+
+def test_a_job_directory_that_cannot_be_listed_is_reported(
+    trial: Trial, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It may hold any number of trials: it is reported (as one trial that cannot be read)
+    so the review says that something was not reviewed."""
+    build_trial(trial.root / "second-job", rollout_id="bbbb0000")
+    _refuse_listing(monkeypatch, trial.root / "second-job")
+    assert {t.path for t in found(trial.root)} == {str(trial.path), str(trial.root / "second-job")}
+    verdict, checks, message = _unread_review(trial.root, "second-job")
+    assert (verdict, checks) == ("rejected", ["GATE_UNREADABLE"])
+    assert "cannot be listed" in message
+
+
+def test_a_folder_of_a_trial_that_cannot_be_listed_is_that_trials_finding(
+    trial: Trial, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trial.write_text("workspace/notes/a.txt", "x")
+    _refuse_listing(monkeypatch, trial.path / "workspace")
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]  # not a trial of its own
+    review = review_trial(found(trial.root)[0], ReviewOptions(audits=False))
+    [f] = [f for f in review.findings if f.check == "GATE_UNREADABLE"]
+    assert f.file == "workspace" and "cannot be listed" in f.message
+    assert review.verdict == "rejected"
+
+
+def test_a_run_root_that_cannot_be_listed_raises(
+    trial: Trial, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _refuse_listing(monkeypatch, trial.root)
+    with pytest.raises(PermissionError):
+        discover([trial.root])
+
+
+def test_a_link_leaving_the_root_inside_a_trial_is_its_file(trial: Trial, tmp_path: Path) -> None:
+    """Inside a trial, a folder link leaving the root is one of the trial's files (its scan
+    reports it); it is a trial of its own only when it holds trial markers."""
+    (tmp_path / "elsewhere").mkdir()
+    os.symlink(tmp_path / "elsewhere", trial.path / "workspace")
+    assert [t.path for t in found(trial.root)] == [str(trial.path)]
+    review = review_trial(found(trial.root)[0], ReviewOptions(audits=False))
+    assert any(f.check == "GATE_UNREADABLE" and f.file == "workspace" for f in review.findings), (
+        review.findings
+    )
+
+
+def test_a_trial_whose_result_cannot_be_read_is_still_a_trial(runs_root: Path) -> None:
+    """A ``result.json`` that cannot be opened as a file (a FIFO here: what root cannot
+    be refused) keeps its directory a trial, rejected with the reason."""
+    t = build_trial(runs_root)
+    t.drop("config.json")
+    t.drop("result.json")
+    os.mkfifo(t.file("result.json"))
+    [ref] = found(runs_root)
+    assert ref.path == str(t.path)
+    review = review_trial(ref, ReviewOptions(audits=False))
+    assert review.verdict == "rejected"
+    assert any(f.check == "GATE_UNREADABLE" and f.file == "result.json" for f in review.findings)

@@ -2,6 +2,11 @@
 
 Exit codes of ``review``: 0 when every trial is healthy and publishable, 1 when some are
 not, 2 on bad usage or an internal error (a crash is never exit 1).
+
+Bad input and a machine that cannot do the work are one line on stderr and exit 2, never a
+traceback: a plan or quarantine file over its limits or not valid (checked before anything
+is reviewed), a run root that cannot be listed, and a place that cannot be written (a full
+disk, a read-only folder: :func:`environment_error`).
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import itertools
 import os
 import sys
@@ -202,6 +208,36 @@ def _write_json(report: ReviewReport, out: BinaryIO) -> None:
     out.write(b"\n}\n")
 
 
+def _check_run_root(p: str) -> None:
+    """A run root must be a directory this process can list."""
+    if not Path(p).is_dir():
+        raise _UsageError(f"run root {p!r} is not a directory")
+    try:
+        os.scandir(p).close()
+    except OSError as exc:
+        raise _UsageError(f"run root {p!r} cannot be listed: {exc.strerror or exc}") from None
+
+
+def _check_input_files(args: argparse.Namespace) -> None:
+    """The plan and quarantine files, read and checked (limits included) before anything is
+    reviewed: a bad file is a usage error now, not after the whole review."""
+    for flag in ("plan", "quarantine"):
+        v = getattr(args, flag)
+        if v and not Path(v).is_file():
+            raise _UsageError(f"--{flag} {v!r} is not a file")
+    if not (args.plan or args.quarantine):
+        return
+    from bf_assets.dataset import PlanError, QuarantineError, load_plan, load_quarantine
+
+    try:
+        if args.plan:
+            load_plan(args.plan)
+        if args.quarantine:
+            load_quarantine(args.quarantine)
+    except (PlanError, QuarantineError) as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def _utf8_path(p: str, what: str) -> None:
     """Trial names that are not UTF-8 are escaped in the output; a run root's own path is
     the operator's choice: it must be UTF-8."""
@@ -225,19 +261,15 @@ def _warn_no_task_tree() -> None:
 
 def _review(args: argparse.Namespace) -> int:
     for p in args.paths:
-        if not Path(p).is_dir():
-            raise _UsageError(f"run root {p!r} is not a directory")
+        _check_run_root(p)
         _utf8_path(p, "run root")
     for flag in ("tasks",):
         v = getattr(args, flag)
         if v and not Path(v).is_dir():
             raise _UsageError(f"--{flag} {v!r} is not a directory")
-    for flag in ("plan", "quarantine"):
-        v = getattr(args, flag)
-        if v and not Path(v).is_file():
-            raise _UsageError(f"--{flag} {v!r} is not a file")
     if args.workers is not None and args.workers < 1:
         raise _UsageError("--workers must be at least 1")
+    _check_input_files(args)
     if not args.tasks:
         _warn_no_task_tree()
     run_cache = _run_cache(args) if args.cache_dir else None
@@ -322,8 +354,7 @@ EXIT_BLOCKED = 3
 def _release(args: argparse.Namespace) -> int:
     """Exit 0 published, 3 blocked by the publish gate, 2 on any error."""
     for p in args.runs:
-        if not Path(p).is_dir():
-            raise _UsageError(f"run root {p!r} is not a directory")
+        _check_run_root(p)
     if not args.runs:
         from bf_assets.batch.places import default_run_root
 
@@ -333,27 +364,27 @@ def _release(args: argparse.Namespace) -> int:
             )
     if args.tasks and not Path(args.tasks).is_dir():
         raise _UsageError(f"--tasks {args.tasks!r} is not a directory")
-    for flag in ("plan", "quarantine"):
-        v = getattr(args, flag)
-        if v and not Path(v).is_file():
-            raise _UsageError(f"--{flag} {v!r} is not a file")
+    _check_input_files(args)
     from bf_assets.batch.places import default_tasks_root
     from bf_assets.cli.progress import Phases
-    from bf_assets.cli.release import BLOCKED, PUBLISHED, run_release
+    from bf_assets.cli.release import BLOCKED, PUBLISHED, UnwritablePlace, run_release
 
     if not args.tasks and (args.runs or not default_tasks_root().is_dir()):
         _warn_no_task_tree()
 
-    result = run_release(
-        args.runs,
-        args.out,
-        args.hub_repo,
-        tasks=args.tasks,
-        plan=args.plan,
-        quarantine=args.quarantine,
-        reread=args.reread,
-        progress=Phases(),
-    )
+    try:
+        result = run_release(
+            args.runs,
+            args.out,
+            args.hub_repo,
+            tasks=args.tasks,
+            plan=args.plan,
+            quarantine=args.quarantine,
+            reread=args.reread,
+            progress=Phases(),
+        )
+    except UnwritablePlace as exc:
+        raise _UsageError(str(exc)) from None
     print(f"release verdict: {result.verdict}")
     if result.read_partitions or result.reused_partitions:
         print(
@@ -459,11 +490,48 @@ def _command(argv: Sequence[str] | None) -> int:
         if isinstance(exc, BrokenExecutor):  # a worker process was lost (killed, out of memory)
             sys.stderr.write(f"bf-assets: stopped: {exc}\n")
             return EXIT_ERROR
+        why = environment_error(exc)
+        if why is not None:  # the machine, not the code: one line, no traceback
+            sys.stderr.write(f"bf-assets: error: {why}\n")
+            return EXIT_ERROR
         import traceback  # only here: its import is not on the review path
 
         sys.stderr.write("bf-assets: internal error\n")
         traceback.print_exc(file=sys.stderr)
         return EXIT_ERROR
+
+
+# What a place that cannot be written (or read) looks like, by errno.
+_PLACE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG}
+)
+# The same, as SQLite (the Dagster instance's databases) words it.
+_SQLITE_PLACE_ERRORS = (
+    "database or disk is full",
+    "attempt to write a readonly database",
+    "unable to open database file",
+    "disk i/o error",
+)
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """One line for an error that is about the machine, not the code: a full disk, a
+    read-only or forbidden folder (an ``OSError`` of that kind anywhere in ``exc``'s chain
+    of causes), or a Dagster database SQLite cannot write; None for anything else."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in _PLACE_ERRNOS:
+            where = f": {e.filename}" if e.filename else ""
+            return f"{e.strerror or e}{where}"
+        text = str(e).lower()
+        for needle in _SQLITE_PLACE_ERRORS:
+            if needle in text:
+                home = os.environ.get("DAGSTER_HOME") or "the Dagster home"
+                return f"the Dagster instance's database under {home} cannot be written: {needle}"
+        e = e.__cause__ or e.__context__
+    return None
 
 
 if __name__ == "__main__":

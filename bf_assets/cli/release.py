@@ -28,6 +28,7 @@ an ingest or publish step failed).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -90,16 +91,71 @@ class ReleaseResult:
     reused_partitions: int = 0  # left as the last release made them (nothing changed)
 
 
+class UnwritablePlace(Exception):
+    """A folder the release writes (its Dagster home, its warehouse) cannot be written: a
+    full disk, a read-only or forbidden folder.  Its message is one line."""
+
+
+PROBE_BYTES = 64 * 1024
+MIN_FREE_BYTES = 16 * 1024 * 1024  # a disk fuller than this fails a release part way
+
+
+def instance_home() -> Path:
+    """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder (nothing is made)."""
+    from bf_assets.batch.places import project_dir
+
+    home = os.environ.get("DAGSTER_HOME")
+    return Path(home) if home else project_dir() / ".dagster_home"
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """Make ``folder`` and write (and sync) a small file in it, then remove it, and see that
+    its file system has :data:`MIN_FREE_BYTES` free; raise :class:`UnwritablePlace` naming
+    ``what`` when not.  A release checks its Dagster home and warehouse so before it starts:
+    a full disk or a read-only folder is one clear line, not a failure deep in Dagster's
+    storage (a disk that fills later is one line too: ``bf_assets.cli.main``'s
+    ``environment_error``)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=".bf-assets-probe-", dir=folder)
+        try:
+            block = bytes(PROBE_BYTES)
+            while block:
+                n = os.write(fd, block)
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), name)
+                block = block[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
+        fs = os.statvfs(folder)
+    except OSError as exc:
+        raise UnwritablePlace(f"{what} {folder} cannot be written: {exc.strerror or exc}") from None
+    free = fs.f_bavail * fs.f_frsize
+    if free < MIN_FREE_BYTES:
+        raise UnwritablePlace(
+            f"{what} {folder} cannot be written: its disk is nearly full ({free // 1024:,} KiB "
+            f"free, a release needs at least {MIN_FREE_BYTES // (1024 * 1024)} MiB)"
+        )
+
+
+def check_places(roots: Sequence[str]) -> None:
+    """The folders a release over ``roots`` writes before it publishes: its Dagster home
+    and its warehouse (:func:`check_writable`)."""
+    from bf_assets.batch.places import local_warehouse
+
+    check_writable(instance_home(), "the Dagster home (DAGSTER_HOME)")
+    check_writable(local_warehouse(roots), "the warehouse (BF_WAREHOUSE)")
+
+
 def ensure_instance_home() -> Path:
     """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder; a home without a
     ``dagster.yaml`` gets the shipped instance defaults (package data)."""
-    from bf_assets.batch.places import project_dir
     from bf_assets.defaults import default_file
 
-    home = os.environ.get("DAGSTER_HOME")
-    if not home:
-        home = str(project_dir() / ".dagster_home")
-        os.environ["DAGSTER_HOME"] = home
+    home = str(instance_home())
+    os.environ["DAGSTER_HOME"] = home
     Path(home).mkdir(parents=True, exist_ok=True)
     cfg = Path(home) / "dagster.yaml"
     if not cfg.exists():
@@ -235,6 +291,7 @@ def run_release(
         return ReleaseResult(
             False, md, md.with_suffix(".json"), out, "not_publishable", [], message=str(exc)
         )
+    check_places(roots)  # raises UnwritablePlace
     # One release at a time into one output folder, and over one set of run roots (their
     # warehouse tables); a second release waits for the first, then runs.
     with (

@@ -26,24 +26,42 @@ one ``train`` split.  Options given to the bundle override the plan.
 Harness names and skill modes are normalised exactly as the review normalises trials.  A
 cell listed by several matrix entries keeps the largest ``trials`` and is required when any
 entry requires it.  Every problem raises :class:`PlanError` naming the offending key.
+
+**Limits** (``docs/plan-format.md``), checked before anything is expanded: the file
+is read within :mod:`bf_assets.dataset.inputlimits` (size, nesting, values after alias
+expansion); an entry's ``trials`` is at most ``$BF_PLAN_MAX_TRIALS`` (default 1,000); and
+the matrix, counted arithmetically (each entry's product of its list lengths, times its
+``trials``, summed over the entries: a bound on the merged count), plans at most
+``$BF_PLAN_MAX_SLOTS`` slots (default 500,000).  Coverage keeps a row per slot, so the slot
+count bounds the memory a plan can make the review take.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bf_assets.dataset.common import Cell, make_cell
+from bf_assets.dataset.inputlimits import (
+    MAX_PLAN_VALUES,
+    DocumentLimits,
+    env_limit,
+    load_limited,
+    max_bytes,
+    shown,
+)
 
 TOP_KEYS = ("name", "source", "min_coverage", "matrix", "splits")
 SOURCE_KEYS = ("repo", "resolved_sha")
 DIMENSIONS = ("tasks", "harnesses", "models", "skill_modes", "sandboxes")
 ENTRY_KEYS = (*DIMENSIONS, "trials", "required")
 SPLIT_KEYS = ("test_fraction", "seed")
+MAX_SLOTS_ENV = "BF_PLAN_MAX_SLOTS"
+MAX_TRIALS_ENV = "BF_PLAN_MAX_TRIALS"
+DEFAULT_MAX_SLOTS = 500_000
+DEFAULT_MAX_TRIALS = 1_000
 
 
 class PlanError(ValueError):
@@ -136,24 +154,22 @@ def _check_keys(obj: Mapping[str, Any], allowed: tuple[str, ...], where: str) ->
 def _string(value: Any, where: str, *, hint: str = "") -> str:
     if not isinstance(value, str) or not value.strip():
         got = type(value).__name__
-        raise _fail(where, f"must be a non-empty string, got {got} {value!r}{hint}")
+        raise _fail(where, f"must be a non-empty string, got {got} {shown(value)}{hint}")
     return value.strip()
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list):
-        raise _fail(where, f"must be a list of strings, got {type(value).__name__} {value!r}")
+        raise _fail(where, f"must be a list of strings, got {type(value).__name__} {shown(value)}")
     if not value:
         raise _fail(where, "must not be empty")
-    out: list[str] = []
+    out: dict[str, None] = {}  # first occurrence order, without a quadratic search
     for i, item in enumerate(value):
-        s = _string(item, f"{where}[{i}]")
-        if s not in out:
-            out.append(s)
+        out.setdefault(_string(item, f"{where}[{i}]"))
     return tuple(out)
 
 
-def _entry(raw: Any, where: str) -> MatrixEntry:
+def _entry(raw: Any, where: str, max_trials: int) -> MatrixEntry:
     if not isinstance(raw, Mapping):
         raise _fail(where, f"must be a mapping, got {type(raw).__name__}")
     _check_keys(raw, ENTRY_KEYS, where)
@@ -163,12 +179,18 @@ def _entry(raw: Any, where: str) -> MatrixEntry:
     dims = {d: _string_list(raw[d], f"{where}.{d}") for d in DIMENSIONS}
     trials = raw.get("trials", 1)
     if isinstance(trials, bool) or not isinstance(trials, int):
-        raise _fail(f"{where}.trials", f"must be an integer >= 1, got {trials!r}")
+        raise _fail(f"{where}.trials", f"must be an integer >= 1, got {shown(trials)}")
     if trials < 1:
         raise _fail(f"{where}.trials", f"must be >= 1, got {trials}")
+    if trials > max_trials:
+        raise _fail(
+            f"{where}.trials",
+            f"{trials:,} trials per cell, over the limit of {max_trials:,} "
+            f"({MAX_TRIALS_ENV} raises it)",
+        )
     required = raw.get("required", False)
     if not isinstance(required, bool):
-        raise _fail(f"{where}.required", f"must be true or false, got {required!r}")
+        raise _fail(f"{where}.required", f"must be true or false, got {shown(required)}")
     return MatrixEntry(**dims, trials=trials, required=required)
 
 
@@ -197,13 +219,13 @@ def _splits(raw: Any, where: str) -> PlanSplits | None:
     frac = raw.get("test_fraction")
     if frac is not None:
         if isinstance(frac, bool) or not isinstance(frac, int | float):
-            raise _fail(f"{where}.test_fraction", f"must be a number in [0, 1), got {frac!r}")
+            raise _fail(f"{where}.test_fraction", f"must be a number in [0, 1), got {shown(frac)}")
         if not 0 <= frac < 1:
             raise _fail(f"{where}.test_fraction", f"must be >= 0 and < 1, got {frac}")
         frac = float(frac)
     seed = raw.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise _fail(f"{where}.seed", f"must be an integer, got {seed!r}")
+        raise _fail(f"{where}.seed", f"must be an integer, got {shown(seed)}")
     return PlanSplits(test_fraction=frac, seed=seed)
 
 
@@ -219,7 +241,7 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
     floor = data.get("min_coverage")
     if floor is not None:
         if isinstance(floor, bool) or not isinstance(floor, int | float):
-            raise _fail(f"{origin}: min_coverage", f"must be a number in 0..1, got {floor!r}")
+            raise _fail(f"{origin}: min_coverage", f"must be a number in 0..1, got {shown(floor)}")
         if not 0 <= floor <= 1:
             raise _fail(f"{origin}: min_coverage", f"must be in 0..1, got {floor}")
         floor = float(floor)
@@ -230,7 +252,11 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
         raise _fail(f"{origin}: matrix", f"must be a list of entries, got {type(matrix).__name__}")
     if not matrix:
         raise _fail(f"{origin}: matrix", "must not be empty")
-    entries = tuple(_entry(e, f"{origin}: matrix[{i}]") for i, e in enumerate(matrix))
+    max_trials = env_limit(MAX_TRIALS_ENV, DEFAULT_MAX_TRIALS, PlanError)
+    entries = tuple(_entry(e, f"{origin}: matrix[{i}]", max_trials) for i, e in enumerate(matrix))
+    _check_size(
+        entries, f"{origin}: matrix", env_limit(MAX_SLOTS_ENV, DEFAULT_MAX_SLOTS, PlanError)
+    )
     splits = _splits(data.get("splits"), f"{origin}: splits")
     return Plan(
         name=name,
@@ -242,21 +268,39 @@ def parse_plan(data: Any, origin: str = "plan") -> Plan:
     )
 
 
-def load_document(path: str | os.PathLike[str], error: type[ValueError]) -> Any:
-    """Read YAML (or JSON, by ``.json`` suffix); parse errors become ``error``."""
-    import yaml  # only when a plan or quarantine file is given
+def plan_size(entries: tuple[MatrixEntry, ...]) -> tuple[int, int]:
+    """``(cells, slots)`` the matrix plans, counted without expanding it: each entry's
+    product of its list lengths (and times its ``trials``), summed over the entries (cells
+    several entries list, or harness spellings that normalise alike, are counted once per
+    listing: a bound on :meth:`Plan.cells`)."""
+    cells = slots = 0
+    for e in entries:
+        n = len(e.tasks) * len(e.harnesses) * len(e.models) * len(e.skill_modes) * len(e.sandboxes)
+        cells += n
+        slots += n * e.trials
+    return cells, slots
 
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as exc:
-        raise error(f"{p}: cannot read: {exc}") from exc
-    try:
-        if p.suffix.lower() == ".json":
-            return json.loads(text)
-        return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise error(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {exc}") from exc
+
+def _check_size(entries: tuple[MatrixEntry, ...], where: str, max_slots: int) -> None:
+    cells, slots = plan_size(entries)
+    if slots > max_slots:
+        raise _fail(
+            where,
+            f"plans up to {cells:,} cells and {slots:,} slots (cells x trials), over the "
+            f"limit of {max_slots:,} slots ({MAX_SLOTS_ENV} raises it)",
+        )
+
+
+def load_document(
+    path: str | os.PathLike[str],
+    error: type[ValueError],
+    limits: DocumentLimits | None = None,
+) -> Any:
+    """Read YAML (or JSON, by ``.json`` suffix) within ``limits`` (default: a plan's);
+    every problem (unreadable, too large, too deep, not valid) raises ``error``."""
+    if limits is None:
+        limits = DocumentLimits(max_bytes=max_bytes(error), max_values=MAX_PLAN_VALUES)
+    return load_limited(path, error, limits)
 
 
 def load_plan(path: str | os.PathLike[str]) -> Plan:

@@ -19,6 +19,12 @@ run root is called, and a trial at ``<root>/jobs/<job>/<trial>`` is matched by
 ``<job>/<trial>`` too.  A ``quarantine`` entry that matches several trials holds them all; a
 ``release`` entry that matches several is ambiguous and raises.  When several entries hit one
 trial the latest ``at`` wins, and on the same date ``quarantine`` wins over ``release``.
+
+**Limits** (``docs/plan-format.md``): the file is read within
+:mod:`bf_assets.dataset.inputlimits` and holds at most ``$BF_QUARANTINE_MAX_ENTRIES``
+entries (default 10,000); the reading stops at the first entry past the limit.  Entries are
+matched to trials through an index of the trials' last two path parts, so the time taken
+grows with entries plus trials, not their product.
 """
 
 from __future__ import annotations
@@ -32,12 +38,22 @@ from typing import Any
 
 from bf_assets.contract import Severity, Verdict
 from bf_assets.dataset.common import TrialKey, trial_key
-from bf_assets.dataset.plan import load_document
+from bf_assets.dataset.inputlimits import (
+    DocumentLimits,
+    env_limit,
+    load_limited,
+    max_bytes,
+    parse_yaml,
+    quarantine_values,
+    shown,
+)
 from bf_assets.findings import Finding
 from bf_assets.review.record import TrialReview
 
 ACTIONS = ("quarantine", "release")
 ENTRY_KEYS = ("trial", "action", "reason", "by", "at")
+MAX_ENTRIES_ENV = "BF_QUARANTINE_MAX_ENTRIES"
+DEFAULT_MAX_ENTRIES = 10_000
 
 
 class QuarantineError(ValueError):
@@ -81,7 +97,7 @@ def _parts(path: str) -> tuple[str, ...]:
 def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise QuarantineError(f"{where}: '{key}' must be a non-empty string, got {value!r}")
+        raise QuarantineError(f"{where}: '{key}' must be a non-empty string, got {shown(value)}")
     return value.strip()
 
 
@@ -97,10 +113,24 @@ def _date(value: Any, where: str) -> str:
                 date.fromisoformat(s)
             except ValueError:
                 raise QuarantineError(
-                    f"{where}: 'at' must be an ISO date such as 2026-11-03, got {s!r}"
+                    f"{where}: 'at' must be an ISO date such as 2026-11-03, got {shown(s)}"
                 ) from None
         return s
-    raise QuarantineError(f"{where}: 'at' (the date of the decision) is required, got {value!r}")
+    raise QuarantineError(
+        f"{where}: 'at' (the date of the decision) is required, got {shown(value)}"
+    )
+
+
+def quarantine_limits() -> DocumentLimits:
+    """The limits a quarantine file is read within (``$BF_QUARANTINE_MAX_ENTRIES``)."""
+    entries = env_limit(MAX_ENTRIES_ENV, DEFAULT_MAX_ENTRIES, QuarantineError)
+    return DocumentLimits(
+        max_bytes=max_bytes(QuarantineError),
+        max_values=quarantine_values(entries),
+        max_items=entries,
+        items_env=MAX_ENTRIES_ENV,
+        kind="quarantine file",
+    )
 
 
 def parse_quarantine(data: Any, origin: str = "quarantine") -> list[QuarantineEntry]:
@@ -108,6 +138,12 @@ def parse_quarantine(data: Any, origin: str = "quarantine") -> list[QuarantineEn
         return []
     if not isinstance(data, list):
         raise QuarantineError(f"{origin}: must be a list of entries, got {type(data).__name__}")
+    limit = env_limit(MAX_ENTRIES_ENV, DEFAULT_MAX_ENTRIES, QuarantineError)
+    if len(data) > limit:
+        raise QuarantineError(
+            f"{origin}: {len(data):,} entries, over the limit of {limit:,} "
+            f"({MAX_ENTRIES_ENV} raises it)"
+        )
     out = []
     for i, raw in enumerate(data):
         where = f"{origin}: entry {i + 1}"
@@ -124,7 +160,7 @@ def parse_quarantine(data: Any, origin: str = "quarantine") -> list[QuarantineEn
         action = _text(raw, "action", where)
         if action not in ACTIONS:
             raise QuarantineError(
-                f"{where}: 'action' must be quarantine or release, got {action!r}"
+                f"{where}: 'action' must be quarantine or release, got {shown(action)}"
             )
         reason = _text(raw, "reason", where)
         by = _text(raw, "by", where)
@@ -134,7 +170,7 @@ def parse_quarantine(data: Any, origin: str = "quarantine") -> list[QuarantineEn
 
 
 def load_quarantine(path: str | os.PathLike[str]) -> list[QuarantineEntry]:
-    return parse_quarantine(load_document(path, QuarantineError), str(path))
+    return parse_quarantine(load_limited(path, QuarantineError, quarantine_limits()), str(path))
 
 
 def full_parts(review: TrialReview) -> tuple[str, ...]:
@@ -158,13 +194,31 @@ def _wins(new: QuarantineEntry, old: QuarantineEntry) -> bool:
     return new.action == "quarantine" and old.action == "release"
 
 
+class _TrialIndex:
+    """The reviewed trials by the last two parts of their full path (every trial an entry
+    can match ends with the entry's last two parts: see :func:`entry_matches`)."""
+
+    def __init__(self, reviews: Sequence[TrialReview]) -> None:
+        self.by_tail: dict[tuple[str, ...], list[TrialReview]] = {}
+        for r in reviews:
+            self.by_tail.setdefault(full_parts(r)[-2:], []).append(r)
+
+    def hits(self, entry: QuarantineEntry) -> list[TrialReview]:
+        tail = entry.parts[-2:]
+        return [r for r in self.by_tail.get(tail, ()) if entry_matches(entry, r)]
+
+
 def apply_quarantine(
     reviews: Sequence[TrialReview], entries: Iterable[QuarantineEntry]
 ) -> dict[TrialKey, QuarantineEntry]:
     """Map each trial a quarantine entry names to the entry that decides it."""
     out: dict[TrialKey, QuarantineEntry] = {}
+    entries = list(entries)
+    if not entries:
+        return out
+    index = _TrialIndex(reviews)
     for entry in entries:
-        hits = [r for r in reviews if entry_matches(entry, r)]
+        hits = index.hits(entry)
         if entry.action == "release" and len(hits) > 1:
             names = ", ".join(sorted(r.ref.rel_path for r in hits)[:5])
             raise QuarantineError(
@@ -183,7 +237,11 @@ def unmatched_entries(
     reviews: Sequence[TrialReview], entries: Iterable[QuarantineEntry]
 ) -> list[QuarantineEntry]:
     """Entries that name no reviewed trial (report them: a typo silently releases nothing)."""
-    return [e for e in entries if not any(entry_matches(e, r) for r in reviews)]
+    entries = list(entries)
+    if not entries:
+        return []
+    index = _TrialIndex(reviews)
+    return [e for e in entries if not index.hits(e)]
 
 
 def effective_verdict(
@@ -326,16 +384,21 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
     import json
     import tempfile
 
-    import yaml
-
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
     lock = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        old_text = p.read_text(encoding="utf-8") if p.exists() else None
-        old = load_quarantine(p) if old_text is not None else []
+        exists = p.exists()
+        old = load_quarantine(p) if exists else []  # within the limits, before the text
+        old_text = p.read_text(encoding="utf-8") if exists else None
+        limit = env_limit(MAX_ENTRIES_ENV, DEFAULT_MAX_ENTRIES, QuarantineError)
+        if len(old) >= limit:
+            raise QuarantineError(
+                f"{p}: holds {len(old):,} entries, the limit ({MAX_ENTRIES_ENV} raises it); "
+                "nothing was appended"
+            )
         is_json = p.suffix.lower() == ".json"
         if is_json:
             data = json.loads(old_text) if old_text and old_text.strip() else []
@@ -348,9 +411,12 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
             new_text = base + _entry_yaml(entry)
         try:
             parsed = parse_quarantine(
-                json.loads(new_text) if is_json else yaml.safe_load(new_text), str(p)
+                json.loads(new_text)
+                if is_json
+                else parse_yaml(new_text, str(p), QuarantineError, quarantine_limits()),
+                str(p),
             )
-        except (QuarantineError, ValueError, yaml.YAMLError) as exc:
+        except (QuarantineError, ValueError) as exc:
             raise QuarantineError(
                 f"{p}: cannot append without rewriting the file ({exc}); keep it a YAML block "
                 "list ('- trial: ...' entries at the left margin)"

@@ -78,14 +78,18 @@ def _jsonl_read_findings(
 
 
 def check_link_escape(t: TrialData) -> Iterator[Finding]:
-    """Where the trial is, before what it holds: a link leaving the root, a hidden or
-    temporary directory, names that are not UTF-8 (its own path and its files' names)."""
+    """Where the trial is, before what it holds: a link leaving the root, a trial directory
+    that was not read (it cannot be listed, a dangling link), a hidden or temporary
+    directory, names that are not UTF-8 (its own path and its files' names)."""
     if t.ref.link_escape:
         yield finding(
             "GATE_UNREADABLE",
             "the trial directory is a link that leaves the run root; not read",
             file=".",
         )
+    else:
+        for issue in t.file_issues.get(".", ()):
+            yield finding("GATE_UNREADABLE", issue.message, file=".")
     yield from check_location(t)
     yield from check_file_names(t)
 
@@ -124,7 +128,7 @@ def check_file_names(t: TrialData) -> Iterator[Finding]:
 
 def check_result_file(t: TrialData) -> Iterator[Finding]:
     doc = t.result
-    if t.ref.link_escape:
+    if t.unread:
         return
     if not doc.present:
         yield finding(
@@ -161,7 +165,7 @@ def check_config_files(t: TrialData) -> Iterator[Finding]:
 
 def check_acp(t: TrialData) -> Iterator[Finding]:
     a = t.acp
-    if t.ref.link_escape:
+    if t.unread:
         return
     if not a.present:
         yield finding(
@@ -195,7 +199,7 @@ def check_acp(t: TrialData) -> Iterator[Finding]:
 
 def check_llm(t: TrialData) -> Iterator[Finding]:
     lf = t.llm
-    if t.ref.link_escape:
+    if t.unread:
         return
     if not lf.present:
         yield finding(
@@ -264,7 +268,7 @@ def check_llm(t: TrialData) -> Iterator[Finding]:
 
 def check_rows_file(t: TrialData) -> Iterator[Finding]:
     rr = t.rows.read
-    if t.ref.link_escape:
+    if t.unread:
         return
     if not rr.present and not t.result.present:
         return  # the row is written with result.json: GATE_RESULT_MISSING is the root cause

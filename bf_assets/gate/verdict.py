@@ -116,7 +116,7 @@ def attribute(
 def classify(t: TrialData, v: ResultView, findings: Iterable[Finding]) -> Classification:
     fs = list(findings)
     blockers = any(f.severity == Severity.BLOCKER for f in fs)
-    if not t.result.present and not t.ref.link_escape:
+    if not t.result.present and not t.unread:
         return Classification(Outcome.INCOMPLETE.value, False, False, Attribution.UNKNOWN.value)
     if v.is_oracle or (t.acp.has_oracle_event and t.acp.agent_events == 0):
         return Classification(Outcome.ORACLE.value, False, False, Attribution.NOT_APPLICABLE.value)

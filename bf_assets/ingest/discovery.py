@@ -4,10 +4,23 @@ Every directory that looks like a trial is reported exactly once with its layout
 production layout and its variants (model-matrix ``trial-NN/``, worker shards, skill-eval
 trees, SkillsBench config folders), the flat fixture layout, the Harbor layout, and
 incomplete trials (config or trajectories without ``result.json``).  Job-level files are
-not trials.  Directory links are followed only while they stay inside the run root; a link
-that leaves it is reported as a trial that cannot be read, never silently dropped.  Hidden
-(``.x``) and ``*.tmp`` directories are walked like any other (a trial in one is reported;
-the gate flags it: a copy or a write in progress is never exported).
+not trials.  Hidden (``.x``) and ``*.tmp`` directories are walked like any other (a trial in
+one is reported; the gate flags it: a copy or a write in progress is never exported).
+
+Nothing is dropped silently.  A directory the walk cannot look into may be a trial (or hold
+trials), so outside a trial it is reported as a trial that cannot be read, and the gate
+rejects it with ``GATE_UNREADABLE`` saying why (the review, the report and the release all
+list it):
+
+* a directory that cannot be listed (permission denied, an I/O error);
+* a directory link that leaves the run root (never followed; ``TrialRef.link_escape``);
+* a link whose target does not exist or cannot be reached (a dangling link, a loop);
+* an entry whose type cannot be read.
+
+Directory links that stay inside the run root are followed (once: a trial is reported under
+its real path).  Inside a trial these cases are the trial's own files: its scan reports
+them (``bf_assets.ingest.scan``), and a link leaving the root there is a trial of its own
+only when it holds trial markers.  A run root that cannot be listed raises ``OSError``.
 
 Names are kept as the file system gives them in ``TrialRef.path`` (what is opened) and
 shown through :func:`~bf_assets.ingest.readers.escape_name` everywhere else (``rel_path``,
@@ -324,12 +337,13 @@ def _walk_root(
     :mod:`bf_assets.ingest.jobmemo`).  Both raise ``WholeWalkNeeded`` at a directory link
     inside the root."""
     real_root = os.path.realpath(root_s)
-    stack: list[tuple[str, str]] = [(root_s, real_root)]
+    # (directory, its real path, whether it is inside a trial)
+    stack: list[tuple[str, str, bool]] = [(root_s, real_root, False)]
     # Linked directories inside the root are walked after every real one, so a trial is
     # reported under its real path whatever the link is called ("0-latest" -> job).
-    linked: list[tuple[str, str]] = []
+    linked: list[tuple[str, str, bool]] = []
     while stack or linked:
-        d, real = stack.pop() if stack else linked.pop(0)
+        d, real, inside = stack.pop() if stack else linked.pop(0)
         if real in seen_real:
             continue
         seen_real.add(real)
@@ -338,7 +352,12 @@ def _walk_root(
         try:
             entries = list(os.scandir(d))
         except OSError as exc:
-            skipped.append((escape_name(d), f"cannot list directory: {exc.strerror}"))
+            if d == root_s:
+                raise
+            if inside:  # a folder of a trial: that trial's scan reports it
+                skipped.append((escape_name(d), f"cannot list directory: {exc.strerror}"))
+            else:  # it may be a trial, or hold trials: reported, never dropped
+                yield _ref(root_s, d, Layout.UNKNOWN.value)
             continue
         names = {e.name for e in entries if not e.name.endswith(".tmp")}
         layout, reason = _classify(d, names, root_s)
@@ -347,6 +366,7 @@ def _walk_root(
         is_trial = layout is not None
         if is_trial:
             yield _ref(root_s, d, layout or Layout.UNKNOWN.value)
+        below_trial = inside or is_trial
         every = prune is None or prune.holds_trials(d)
         for e in sorted(_subdirs(entries), key=_entry_name, reverse=True):
             if e.name in SKIP_DIRS:
@@ -357,26 +377,33 @@ def _walk_root(
             if not every and not prune.on_the_way(child):  # type: ignore[union-attr]
                 continue
             try:
-                if e.is_symlink():
-                    target = os.path.realpath(child)
-                    if not os.path.isdir(target):
-                        continue
-                    if not _within(target, real_root):
-                        escaped = _escaping_link(skipped, root_s, child)
-                        if escaped is not None:
-                            yield escaped
-                        continue
-                    if prune is not None or reuse is not None:
-                        # whether the whole walk reaches the target by a real path first
-                        # (then the link adds nothing) only the whole walk can tell
-                        raise WholeWalkNeeded(child)
-                    linked.append((child, target))
-                    continue
-                if not e.is_dir(follow_symlinks=False):
-                    continue
-            except OSError:
+                is_link = e.is_symlink()
+                is_dir = not is_link and e.is_dir(follow_symlinks=False)
+            except OSError:  # its type cannot be read
+                if not below_trial:
+                    yield _ref(root_s, child, Layout.UNKNOWN.value)
                 continue
-            stack.append((child, os.path.join(real, e.name)))
+            if is_link:
+                target = os.path.realpath(child)
+                if not os.path.isdir(target):
+                    if not below_trial and not os.path.exists(child):
+                        # dangling, a loop, or a target that cannot be reached
+                        yield _ref(root_s, child, Layout.UNKNOWN.value)
+                    continue  # a link to a file is a file
+                if not _within(target, real_root):
+                    escaped = _escaping_link(skipped, root_s, child, below_trial)
+                    if escaped is not None:
+                        yield escaped
+                    continue
+                if prune is not None or reuse is not None:
+                    # whether the whole walk reaches the target by a real path first
+                    # (then the link adds nothing) only the whole walk can tell
+                    raise WholeWalkNeeded(child)
+                linked.append((child, target, below_trial))
+                continue
+            if not is_dir:
+                continue
+            stack.append((child, os.path.join(real, e.name), below_trial))
 
 
 def _entry_name(e: os.DirEntry[str]) -> str:
@@ -397,17 +424,22 @@ def _subdirs(entries: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
     return out
 
 
-def _escaping_link(skipped: list[tuple[str, str]], root: str, link: str) -> TrialRef | None:
-    """A directory link leaving the root: a trial if its name says so, else a near-miss."""
-    try:
-        names = set(os.listdir(link))
-    except OSError:
-        names = set()
-    if any(m in names for m in TRIAL_MARKERS) or "trajectory" in names:
-        ref = _ref(root, link, Layout.UNKNOWN.value)
-        return TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
-    skipped.append((escape_name(link), "directory link leaves the run root; not followed"))
-    return None
+def _escaping_link(
+    skipped: list[tuple[str, str]], root: str, link: str, in_trial: bool
+) -> TrialRef | None:
+    """A directory link leaving the root: a trial that is not read (``link_escape``).  In a
+    trial, only a link whose names say it is a trial is one (the trial's scan reports its
+    other links); the rest are near-misses."""
+    if in_trial:
+        try:
+            names = set(os.listdir(link))
+        except OSError:
+            names = set()
+        if not (any(m in names for m in TRIAL_MARKERS) or "trajectory" in names):
+            skipped.append((escape_name(link), "directory link leaves the run root; not followed"))
+            return None
+    ref = _ref(root, link, Layout.UNKNOWN.value)
+    return TrialRef(**{**ref.to_dict(), "link_escape": True})  # type: ignore[arg-type]
 
 
 def _ref(root: str, d: str, layout: str) -> TrialRef:

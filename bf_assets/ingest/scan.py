@@ -40,6 +40,7 @@ from bf_assets.ingest.readers import (
     JsonlFile,
     ReadIssue,
     ReadLimits,
+    escape_name,
     hash_file,
     iter_jsonl,
     read_document,
@@ -165,6 +166,12 @@ class TrialData:
             "prompts.json": self.prompts,
         }
         return docs.get(rel) or self.upstream.documents.get(rel)
+
+    @property
+    def unread(self) -> bool:
+        """The trial directory itself was not read (a link leaving the run root, a directory
+        that cannot be listed, a dangling link): why is ``file_issues["."]``."""
+        return self.ref.link_escape or "." in self.file_issues
 
     @property
     def result_obj(self) -> dict[str, Any]:
@@ -427,7 +434,15 @@ def _inventory(
         if items is None:
             try:
                 items = list(os.scandir(d))
-            except OSError:
+            except OSError as exc:  # never a silent gap in what the review saw
+                where = prefix.rstrip("/") or "."
+                issues.setdefault(where, []).append(
+                    ReadIssue(
+                        IssueKind.IO_ERROR,
+                        f"{escape_name(where)}/ cannot be listed ({exc.strerror or exc}); its "
+                        "files were not read",
+                    )
+                )
                 continue
         for e in items:
             if e.name.endswith(".tmp"):
@@ -482,13 +497,44 @@ def check_link(
 
 def _listing(d: str, listed: dict[str, list[os.DirEntry[str]]]) -> set[str]:
     """The names in ``d``; its entries are kept in ``listed`` for the inventory (one
-    listing per directory)."""
+    listing per directory; a directory that cannot be listed is left out of ``listed``, and
+    the inventory reports it)."""
     try:
         entries = list(os.scandir(d))
     except OSError:
         return set()
     listed[d] = entries
     return {e.name for e in entries}
+
+
+def _unlisted_reason(trial: str, exc: OSError) -> str:
+    """Why the trial directory could not be listed, for its ``GATE_UNREADABLE`` finding."""
+    if os.path.islink(trial) and not os.path.exists(trial):
+        return (
+            "the trial directory is a link whose target does not exist or cannot be reached; "
+            "not read"
+        )
+    if isinstance(exc, FileNotFoundError | NotADirectoryError):
+        return "the trial directory is gone (or is no longer a directory); not read"
+    return f"the trial directory cannot be listed ({exc.strerror or exc}); not read"
+
+
+def _unread_trial(ref: TrialRef, issue: ReadIssue) -> TrialData:
+    """A trial whose directory was not read: nothing but why (``file_issues["."]``)."""
+    return TrialData(
+        ref,
+        ref.layout,
+        Identity(job=ref.job, rollout=ref.rollout),
+        Document(),
+        Document(),
+        Document(),
+        Document(),
+        AcpFacts(),
+        LlmFacts(),
+        RowsFacts(),
+        [],
+        {".": [issue]},
+    )
 
 
 def scan_trial(
@@ -500,29 +546,19 @@ def scan_trial(
     their digests; the ``raw_trials`` inventory does)."""
     trial, root = ref.path, ref.root
     if ref.link_escape:
-        empty = Document()
-        ident = Identity(job=ref.job, rollout=ref.rollout)
         issue = ReadIssue(
             IssueKind.LINK_ESCAPE,
             "the trial directory is a link that leaves the run root; not read",
         )
-        return TrialData(
-            ref,
-            ref.layout,
-            ident,
-            empty,
-            Document(),
-            Document(),
-            Document(),
-            AcpFacts(),
-            LlmFacts(),
-            RowsFacts(),
-            [],
-            {".": [issue]},
-        )
+        return _unread_trial(ref, issue)
     # One listing per directory decides what to open: absent files cost no system call.
     listed: dict[str, list[os.DirEntry[str]]] = {}
-    names = _listing(trial, listed)
+    try:
+        with os.scandir(trial) as it:
+            listed[trial] = list(it)
+    except OSError as exc:
+        return _unread_trial(ref, ReadIssue(IssueKind.IO_ERROR, _unlisted_reason(trial, exc)))
+    names = {e.name for e in listed[trial]}
     traj = _listing(_inside(trial, "trajectory"), listed) if "trajectory" in names else set()
     verifier = _listing(_inside(trial, "verifier"), listed) if "verifier" in names else set()
 

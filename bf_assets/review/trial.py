@@ -30,7 +30,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
     c = gate.classification
     story = trial_story(data, gate.view)
     secrets = source_secrets(data)
-    if not opts.audits or data.ref.link_escape:
+    if not opts.audits or data.unread:
         return TrialReview(
             ref=data.ref,
             identity=data.identity,
