@@ -81,7 +81,7 @@ def review_data(data: TrialData, options: ReviewOptions | None = None) -> TrialR
 
 def source_secrets(data: TrialData) -> list[Finding]:
     """``SOURCE_SECRET`` findings of the files the scan read (none for a trial not read)."""
-    if data.ref.link_escape or not data.read_files:
+    if data.unread or not data.read_files:
         return []
     docs = {
         rel: doc.value
