@@ -168,6 +168,8 @@ _PLACEHOLDER_VALUE = _rx(
     r"(?i)^(?:|null|none|nil|true|false|undefined|\*+|x{3,}|\.\.\.|<[^<>]*>|\$\{[^}]*\}|"
     r"\$\(?[A-Za-z_][A-Za-z0-9_]*\)?|\{\{.*\}\}|%[A-Za-z_][A-Za-z0-9_]*%)$"
 )
+_SESSION_ID_KEY = _rx(r"(?i)session[_-]?id$")
+_UUID_VALUE = _rx(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _TYPE_OR_CODE = _rx(
     r"^(?:(?:typing\.)?(?:str|int|bool|bytes|float|Any|None|Optional\[.*|Union\[.*|"
     r"SecretStr|string|String|number|boolean|object|dict|list)\b.*|"
@@ -239,6 +241,8 @@ def _value_span(
         span = _quoted(text, vstart, limit)
         if span is None or _PLACEHOLDER_VALUE.match(text[span[0] : span[1]]):
             return None
+        if _SESSION_ID_KEY.search(key) and _UUID_VALUE.fullmatch(text[span[0] : span[1]]):
+            return None  # an agent's conversation id, not a web session
         return span
     if c in "{[(\r\n":
         return None
@@ -266,6 +270,8 @@ def _value_span(
     value = text[vstart:end]
     if _PLACEHOLDER_VALUE.match(value) or _TYPE_OR_CODE.match(value):
         return None
+    if _SESSION_ID_KEY.search(key) and _UUID_VALUE.fullmatch(value):
+        return None  # an agent's conversation id (Claude Code, gemini-cli), not a web session
     if not any(ch.isalnum() for ch in value):
         return None  # punctuation alone (``-``, ``...``) holds no secret
     return (vstart, end) if end > vstart else None
