@@ -176,6 +176,7 @@ def unseen_look_alikes(seed: int = 29) -> list[str]:
     import uuid
 
     rng = random.Random(seed)
+    session = uuid.UUID(int=rng.getrandbits(128))
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(rng.getrandbits(8) for _ in range(48)))
     return [
         "mkdir -p /app/output/reports && cd /app/output",
@@ -190,9 +191,8 @@ def unseen_look_alikes(seed: int = 29) -> list[str]:
         "API_KEY=${API_KEY:?set API_KEY first}",
         "@misc{bf_assets_release_20260602_143923_a8981f980def,",
         "git tag release-20260602-143923-a8981f980def",
-        '{"type":"system","subtype":"init","session_id":"%s"}'
-        % uuid.UUID(int=rng.getrandbits(128)),
-        '  "sessionId": "%s",' % uuid.UUID(int=rng.getrandbits(128)),
+        '{"type":"system","subtype":"init","session_id":"' + str(session) + '"}',
+        '  "sessionId": "' + str(uuid.UUID(int=rng.getrandbits(128))) + '",',
         "svc-cli deploy --token $SERVICE_TOKEN --region eu",
         "password: str = Field(..., min_length=12)",
         "integrity sha512-" + base64.b64encode(hashlib.sha512(b"pkg").digest()).decode(),
