@@ -270,8 +270,6 @@ def _review(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise _UsageError("--workers must be at least 1")
     _check_input_files(args)
-    if not args.tasks:
-        _warn_no_task_tree()
     run_cache = _run_cache(args) if args.cache_dir else None
     state = run_cache.state() if run_cache else None
     if run_cache is not None:
@@ -279,6 +277,8 @@ def _review(args: argparse.Namespace) -> int:
         if hit is not None:  # nothing under the roots changed: the stored output, as is
             sys.stdout.buffer.write(hit.output)
             sys.stdout.flush()
+            if not args.tasks:
+                _warn_no_task_tree()
             return hit.exit_code
     from bf_assets.batch.run import review_roots
     from bf_assets.review.options import ReviewOptions
@@ -299,9 +299,12 @@ def _review(args: argparse.Namespace) -> int:
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
     try:
-        return _print_review(args, report, run_cache, state)
+        code = _print_review(args, report, run_cache, state)
     finally:
         report.close()
+    if not args.tasks:  # after the work: an error is the only line it prints
+        _warn_no_task_tree()
+    return code
 
 
 def _print_review(
@@ -369,9 +372,6 @@ def _release(args: argparse.Namespace) -> int:
     from bf_assets.cli.progress import Phases
     from bf_assets.cli.release import BLOCKED, PUBLISHED, UnwritablePlace, run_release
 
-    if not args.tasks and (args.runs or not default_tasks_root().is_dir()):
-        _warn_no_task_tree()
-
     try:
         result = run_release(
             args.runs,
@@ -385,6 +385,8 @@ def _release(args: argparse.Namespace) -> int:
         )
     except UnwritablePlace as exc:
         raise _UsageError(str(exc)) from None
+    if not args.tasks and (args.runs or not default_tasks_root().is_dir()):
+        _warn_no_task_tree()  # after the work: an error is the only line it prints
     print(f"release verdict: {result.verdict}")
     if result.read_partitions or result.reused_partitions:
         print(
