@@ -229,3 +229,18 @@ def test_a_secret_every_trial_repeats_is_reported_in_each(tmp_path: Path) -> Non
         path.write_text(path.read_text().replace('"content": "ok"', f'"content": "{key}"'))
         found.append(sorted((f["file"], f["line"]) for f in _found(trial)))
     assert found[0] == found[1] and {f for f, _ in found[0]} == {"config.json", LLM}
+
+
+def test_a_large_file_is_scanned_in_its_head_only(tmp_path: Path) -> None:
+    """The scan's work is bounded per file: its first SCAN_MAX_BYTES (where a run prints its
+    environment), not the whole of an agent log of hundreds of MB."""
+    from bf_assets.review.source_secrets import SCAN_MAX_BYTES
+
+    g = Gen(79)
+    early, late = _pat(g), _pat(g)
+    trial_dir = tmp_path / "t"
+    trial_dir.mkdir()
+    filler = ("x" * 99 + "\n") * (SCAN_MAX_BYTES // 100 + 1)
+    (trial_dir / "agent.log").write_text(f"a={early}\n{filler}b={late}\n")
+    found = source_secret_findings(str(trial_dir), str(tmp_path), ["agent.log"])
+    assert [f.line for f in found] == [1]

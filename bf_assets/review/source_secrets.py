@@ -67,6 +67,11 @@ class _Seen:
     again: dict[str, int] = field(default_factory=dict)
 
 
+# How much of one file is scanned: a run's records and logs whole; of a larger file (an agent
+# log of hundreds of MB) its head, where a run prints its environment and set-up.
+SCAN_MAX_BYTES = 4 << 20
+
+
 def source_secret_findings(
     trial_dir: str,
     root: str,
@@ -123,12 +128,14 @@ def _evidence(hit: _Hit) -> str:
 
 
 def _blocks(real: str) -> Iterator[str]:
-    """The file's text in blocks (invalid UTF-8 replaced)."""
+    """The file's text in blocks (invalid UTF-8 replaced), its first :data:`SCAN_MAX_BYTES`."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     fd = os.open(real, READ_FLAGS)
+    left = SCAN_MAX_BYTES
     with os.fdopen(fd, "rb", buffering=0) as fh:
         while True:
-            data = fh.read(BLOCK_BYTES)
+            data = fh.read(min(BLOCK_BYTES, left)) if left > 0 else b""
+            left -= len(data)
             if not data:
                 tail = decoder.decode(b"", final=True)
                 if tail:
