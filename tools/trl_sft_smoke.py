@@ -6,24 +6,29 @@ Not part of the test suite (TRL needs torch). Two steps, see ``tools/README.md``
     TRL_PY tools/trl_sft_smoke.py check OUT [--template NAME]   # a venv with trl and torch
 
 ``build`` reviews ``data/runs/jobs`` (the sample runs) and publishes the release to ``OUT``.
-``check`` loads ``OUT``'s ``trl_sft`` config with ``datasets.load_dataset`` as a user would,
-then for every ``*.jinja`` template in the installed TRL's ``chat_templates`` folder:
+``check`` loads ``OUT``'s two SFT configs with ``datasets.load_dataset`` as a user would:
+``trl_sft`` (prompt-completion, tool-call arguments as objects) and ``prime_sft`` (Prime-RL's
+``messages``, arguments and ``tools`` as JSON strings, which ``SFTTrainer`` also takes). Then
+for every ``*.jinja`` template in the installed TRL's ``chat_templates`` folder and each
+config:
 
-1. renders every row with ``apply_chat_template(prompt + completion, tools=tools)``: it must
-   not raise, and each tool call's arguments must appear as a JSON object, never as a JSON
-   string holding JSON (the double encoding that silently corrupts the targets);
+1. renders every row with ``apply_chat_template(conversation, tools=tools)``: it must not
+   raise, and each tool call's arguments must be written once, in the config's form, never
+   as a JSON string holding JSON (the double encoding that silently corrupts the targets);
 2. runs ``SFTTrainer`` for one optimizer step on a tiny randomly initialised Llama model
    with a word-level tokenizer built from the rendered rows (nothing is downloaded), with
    ``assistant_only_loss`` for the ``*_training`` templates (their ``{% generation %}``
    blocks), and checks the loss is finite and some tokens were targets.
 
-Templates that cannot take these rows whatever the argument type are reported as skipped,
-not failed: vision templates that expect content-part lists, templates without system or
-tool turns (Cohere, Gemma 1-3 insist on alternating user/assistant roles), templates that
-drop tool calls, and the original DeepSeek-V3 template, which concatenates ``arguments`` as
-a string (TRL ships ``deepseekv3_training`` for the dict form transformers documents; use
-``prime_sft``'s JSON-string arguments for the original). The exit status is 1 when any other
-template fails.
+A template that fails on one config is rendered again with the arguments in the other form.
+When that works, it takes only the other form: it is skipped on this config ("use
+``prime_sft``" or "use ``trl_sft``") and must pass on the other one; a template that takes
+only string arguments must also be named in the release's card (``STRING_ARGUMENT_TEMPLATES``
+in ``bf_assets/publish/card.py``). Templates that cannot take these rows whatever the
+argument form are skipped, with why: vision templates that expect content-part lists,
+templates without system or tool turns (Cohere, Gemma 1-3 insist on alternating
+user/assistant roles) and templates that drop tool calls. The exit status is 1 when any
+template fails. The last lines are a table: one row per template, one column per config.
 """
 
 from __future__ import annotations
