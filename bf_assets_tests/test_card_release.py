@@ -25,7 +25,7 @@ from bf_assets.curate.rows import example_id
 from bf_assets.curate.schema import CONFIGS, VERIFIERS_TASK
 from bf_assets.dataset.plan import PlanError, parse_plan
 from bf_assets.publish.bundle import Bundle, BundleOptions, bundle_reviews
-from bf_assets.publish.card import LICENSE_PATH, VERIFIERS_MARKER
+from bf_assets.publish.card import LICENSE_PATH, STRING_ARGUMENT_TEMPLATES, VERIFIERS_MARKER
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.splits import SplitSpec, assign_splits, resolve_spec
 from bf_assets.publish.verify import verify_bundle
@@ -275,6 +275,20 @@ def test_the_cards_fallback_loads_trl_sft_with_string_features(
     args = row["completion"][0]["tool_calls"][0]["function"]["arguments"]
     assert isinstance(args, str) and isinstance(json.loads(args), dict)
     assert isinstance(row["tools"], str) and isinstance(json.loads(row["tools"]), list)
+
+
+def test_the_card_names_each_template_that_needs_string_arguments_and_its_config(
+    split_release: tuple[Bundle, Path],
+) -> None:
+    """``tools/trl_sft_smoke.py check`` finds TRL's original ``deepseekv3`` template cannot
+    take ``trl_sft``'s object arguments: the card names it, and ``prime_sft`` for it."""
+    _, out = split_release
+    card = (out / "README.md").read_text()
+    trainers = card.split("## Use with trainers", 1)[1].split("\n## ", 1)[0]
+    assert "deepseekv3" in STRING_ARGUMENT_TEMPLATES
+    for name in STRING_ARGUMENT_TEMPLATES:
+        row = next(line for line in trainers.splitlines() if line.startswith(f"| `{name}` |"))
+        assert "`prime_sft`" in row, row
 
 
 def test_the_release_checker_loads_every_config(split_release: tuple[Bundle, Path]) -> None:

@@ -6,24 +6,29 @@ Not part of the test suite (TRL needs torch). Two steps, see ``tools/README.md``
     TRL_PY tools/trl_sft_smoke.py check OUT [--template NAME]   # a venv with trl and torch
 
 ``build`` reviews ``data/runs/jobs`` (the sample runs) and publishes the release to ``OUT``.
-``check`` loads ``OUT``'s ``trl_sft`` config with ``datasets.load_dataset`` as a user would,
-then for every ``*.jinja`` template in the installed TRL's ``chat_templates`` folder:
+``check`` loads ``OUT``'s two SFT configs with ``datasets.load_dataset`` as a user would:
+``trl_sft`` (prompt-completion, tool-call arguments as objects) and ``prime_sft`` (Prime-RL's
+``messages``, arguments and ``tools`` as JSON strings, which ``SFTTrainer`` also takes). Then
+for every ``*.jinja`` template in the installed TRL's ``chat_templates`` folder and each
+config:
 
-1. renders every row with ``apply_chat_template(prompt + completion, tools=tools)``: it must
-   not raise, and each tool call's arguments must appear as a JSON object, never as a JSON
-   string holding JSON (the double encoding that silently corrupts the targets);
+1. renders every row with ``apply_chat_template(conversation, tools=tools)``: it must not
+   raise, and each tool call's arguments must be written once, in the config's form, never
+   as a JSON string holding JSON (the double encoding that silently corrupts the targets);
 2. runs ``SFTTrainer`` for one optimizer step on a tiny randomly initialised Llama model
    with a word-level tokenizer built from the rendered rows (nothing is downloaded), with
    ``assistant_only_loss`` for the ``*_training`` templates (their ``{% generation %}``
    blocks), and checks the loss is finite and some tokens were targets.
 
-Templates that cannot take these rows whatever the argument type are reported as skipped,
-not failed: vision templates that expect content-part lists, templates without system or
-tool turns (Cohere, Gemma 1-3 insist on alternating user/assistant roles), templates that
-drop tool calls, and the original DeepSeek-V3 template, which concatenates ``arguments`` as
-a string (TRL ships ``deepseekv3_training`` for the dict form transformers documents; use
-``prime_sft``'s JSON-string arguments for the original). The exit status is 1 when any other
-template fails.
+A template that fails on one config is rendered again with the arguments in the other form.
+When that works, it takes only the other form: it is skipped on this config ("use
+``prime_sft``" or "use ``trl_sft``") and must pass on the other one; a template that takes
+only string arguments must also be named in the release's card (``STRING_ARGUMENT_TEMPLATES``
+in ``bf_assets/publish/card.py``). Templates that cannot take these rows whatever the
+argument form are skipped, with why: vision templates that expect content-part lists,
+templates without system or tool turns (Cohere, Gemma 1-3 insist on alternating
+user/assistant roles) and templates that drop tool calls. The exit status is 1 when any
+template fails. The last lines are a table: one row per template, one column per config.
 """
 
 from __future__ import annotations
@@ -43,12 +48,10 @@ VISION = ("idefics3", "llava_next", "qwen2_5_vl", "qwen3_vl", "smolvlm", "lfm2_2
 NOT_APPLICABLE = (
     ("roles must alternate", "no tool or system turns in this template"),
     ("System role not supported", "no system turn in this template"),
-    (
-        "can only concatenate str",
-        "the original template joins arguments as a string; TRL's *_training patch takes "
-        "the documented dict form",
-    ),
 )
+# The SFT configs, and the other one, whose tool-call arguments have the other form
+SFT_CONFIGS = {"trl_sft": "prime_sft", "prime_sft": "trl_sft"}
+ARGUMENTS = {"trl_sft": "object", "prime_sft": "string"}
 
 
 def build(out: Path) -> int:
@@ -87,27 +90,55 @@ def _calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [tc["function"] for m in messages for tc in m.get("tool_calls") or []]
 
 
-def _render_all(template: str, rows: list[dict[str, Any]]) -> tuple[list[str], str | None]:
-    """Rendered rows and the problem found, if any."""
+def _conversation(config: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+    return row["messages"] if config == "prime_sft" else row["prompt"] + row["completion"]
+
+
+def _tools(row: dict[str, Any]) -> Any:
+    tools = row["tools"]  # a JSON string in prime_sft, which SFTTrainer json.loads too
+    return json.loads(tools) if isinstance(tools, str) else tools
+
+
+def _arguments_problem(args: Any, want: type, text: str) -> tuple[str | None, bool]:
+    """What is wrong with how one call's ``args`` rendered in ``text``, and whether its
+    keys show in it."""
+    if not isinstance(args, want):
+        return f"arguments loaded as {type(args).__name__}, not a {want.__name__}", False
+    obj = json.loads(args) if isinstance(args, str) else args
+    once = json.dumps(obj) if isinstance(args, dict) else args  # the JSON written once
+    if json.dumps(once)[1:-1] in text and json.dumps(once)[1:-1] != once:
+        return "double-encoded arguments", False  # the JSON text escaped inside a string
+    return None, any(str(k) in text for k in obj)
+
+
+def _render_all(
+    template: str, config: str, rows: list[dict[str, Any]], want: type | None = None
+) -> tuple[list[str], str | None]:
+    """Rendered rows (with each ``trl_sft`` prompt's generation prompt, for the tokenizer's
+    words) and the problem found, if any.  ``want``: the arguments' type (the config's)."""
+    want = want or (str if config == "prime_sft" else dict)
     tok = _tokenizer(template, [])
     texts = []
     rendered_calls = 0
     for r in rows:
-        conv = r["prompt"] + r["completion"]
+        conv = _conversation(config, r)
         try:
-            text = tok.apply_chat_template(conv, tools=r["tools"], tokenize=False)
+            text = tok.apply_chat_template(conv, tools=_tools(r), tokenize=False)
+            if config == "trl_sft":
+                texts.append(
+                    tok.apply_chat_template(
+                        r["prompt"], tools=_tools(r), tokenize=False, add_generation_prompt=True
+                    )
+                )
         except Exception as exc:  # jinja raises several types
             return texts, f"error: {type(exc).__name__}: {str(exc)[:120]}"
         for fn in _calls(conv):
-            args = fn["arguments"]
-            if not isinstance(args, dict):
-                return texts, f"arguments loaded as {type(args).__name__}, not a dict"
-            if json.dumps(json.dumps(args))[1:-1] in text:  # the object's JSON, escaped
-                return texts, "double-encoded arguments"
-            if any(str(k) in text for k in args):
-                rendered_calls += 1
+            problem, shown = _arguments_problem(fn["arguments"], want, text)
+            if problem:
+                return texts, problem
+            rendered_calls += shown
         texts.append(text)
-    if not rendered_calls and any(_calls(r["completion"]) for r in rows):
+    if not rendered_calls and any(_calls(_conversation(config, r)) for r in rows):
         return texts, "no tool call rendered (the template does not support tool calls)"
     return texts, None
 
@@ -148,57 +179,102 @@ def _train_one_step(template: str, texts: list[str], ds: Any, generation: bool) 
             use_cpu=True,
         )
         trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
-        labels = [x for row in trainer.train_dataset for x in (row.get("completion_mask") or [])]
-        assert not labels or any(labels), "no completion token is a training target"
+        targets = [x != -100 for row in trainer.train_dataset for x in row["labels"]]
+        assert any(targets), "no token is a training target"
         result = trainer.train()
     return float(result.training_loss)
+
+
+def _with_other_arguments(config: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each tool call's arguments in the other config's form."""
+    out = []
+    for r in rows:
+        r = json.loads(json.dumps(r))
+        for fn in _calls(_conversation(config, r)):
+            args = fn["arguments"]
+            fn["arguments"] = json.loads(args) if isinstance(args, str) else json.dumps(args)
+        out.append(r)
+    return out
+
+
+def _status(
+    name: str, template: str, config: str, problem: str | None, rows: list[dict[str, Any]]
+) -> str:
+    """``ok`` (to train), ``args`` (the template takes the other argument form), ``skip: why``
+    (it cannot take these rows at all) or ``FAIL: problem``."""
+    if not problem:
+        return "ok"
+    why = next((w for text, w in NOT_APPLICABLE if text in problem), None)
+    if why:
+        return f"skip: {problem} ({why})"
+    other = dict if config == "prime_sft" else str
+    if _render_all(template, config, _with_other_arguments(config, rows), other)[1] is None:
+        return "args"
+    if name.startswith(VISION):
+        return f"skip: {problem} (vision template: content must be a list of parts)"
+    if problem.startswith("no tool call rendered"):
+        return f"skip: {problem}"
+    return f"FAIL: {problem}"
 
 
 def check(release: Path, only: list[str]) -> int:
     import datasets
     import trl
 
-    ds = datasets.load_dataset(str(release), "trl_sft", split="train")
-    rows = [dict(r) for r in ds]
     folder = Path(trl.__file__).parent / "chat_templates"
-    names = sorted(p.stem for p in folder.glob("*.jinja"))
-    if only:
-        names = [n for n in names if n in only]
+    templates = {p.stem: p.read_text() for p in sorted(folder.glob("*.jinja"))}
+    names = [n for n in templates if not only or n in only]
+    card = (release / "README.md").read_text(encoding="utf-8")
+    loaded = {c: datasets.load_dataset(str(release), c, split="train") for c in SFT_CONFIGS}
+    rows = {c: [dict(r) for r in ds] for c, ds in loaded.items()}
     print(
-        f"trl {trl.__version__}, datasets {datasets.__version__}: {len(rows)} rows, "
-        f"{len(names)} templates"
+        f"trl {trl.__version__}, datasets {datasets.__version__}: "
+        + ", ".join(f"{c} {len(r)} rows" for c, r in rows.items())
+        + f", {len(names)} templates"
     )
-    failed = []
+    results: dict[str, dict[str, str]] = {n: {} for n in names}
     for name in names:
-        template = (folder / f"{name}.jinja").read_text()
-        texts, problem = _render_all(template, rows)
-        why = next((w for text, w in NOT_APPLICABLE if problem and text in problem), None)
-        if why:
-            problem = f"{problem} ({why})"
-        tolerated = problem and (
-            why or name.startswith(VISION) or problem.startswith("no tool call rendered")
-        )
-        if problem and not tolerated:
-            failed.append(name)
-            print(f"FAIL {name}: {problem}")
-            continue
-        if problem:
-            print(f"skip {name}: {problem}")
-            continue
-        try:
-            loss = _train_one_step(template, texts, ds, "{% generation %}" in template)
-        except Exception as exc:
-            failed.append(name)
-            print(f"FAIL {name}: SFTTrainer: {type(exc).__name__}: {str(exc)[:160]}")
-            continue
-        ok = math.isfinite(loss)
-        if not ok:
-            failed.append(name)
-        print(
-            f"{'ok  ' if ok else 'FAIL'} {name}: rendered {len(texts)} rows, one step, loss {loss:.3f}"
-        )
+        for config in SFT_CONFIGS:
+            texts, problem = _render_all(templates[name], config, rows[config])
+            status = _status(name, templates[name], config, problem, rows[config])
+            if status == "ok":
+                generation = "{% generation %}" in templates[name]
+                try:
+                    loss = _train_one_step(templates[name], texts, loaded[config], generation)
+                    status = f"ok: one step, loss {loss:.3f}"
+                    if not math.isfinite(loss):
+                        status = f"FAIL: loss {loss}"
+                except Exception as exc:
+                    status = f"FAIL: SFTTrainer: {type(exc).__name__}: {str(exc)[:160]}"
+            results[name][config] = status
+            print(f"{status.split(':')[0]:4} {name} on {config}: {status.partition(': ')[2]}")
+    failed = _verdicts(results, card)
     print(f"{len(names) - len(failed)} of {len(names)} templates passed or were skipped")
     return 1 if failed else 0
+
+
+def _verdicts(results: dict[str, dict[str, str]], card: str) -> list[str]:
+    """Print one line per template and return the failed ones: a template fails when it fails
+    on a config, or takes only the other config's argument form and fails there too, or
+    takes only string arguments and the release's card does not name it."""
+    failed = []
+    print("\ntemplate | trl_sft (object arguments) | prime_sft (string arguments)")
+    for name, by_config in results.items():
+        cells = []
+        for config, status in by_config.items():
+            other = SFT_CONFIGS[config]
+            if status == "args":
+                if not by_config[other].startswith("ok"):
+                    status = f"FAIL: takes only {ARGUMENTS[other]} arguments, and {other} fails"
+                elif config == "trl_sft" and f"`{name}`" not in card:
+                    status = "FAIL: takes only string arguments; the card does not name it"
+                else:
+                    status = f"skip: takes only {ARGUMENTS[other]} arguments (use {other})"
+            if status.startswith("FAIL") and name not in failed:
+                failed.append(name)
+            cells.append(status)
+        print(f"{name} | " + " | ".join(cells))
+    return failed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -410,6 +410,17 @@ def _py_tuple(names: Sequence[str]) -> str:
     return "(" + ", ".join(f'"{n}"' for n in names) + ")"
 
 
+# TRL chat templates (``trl/chat_templates/<name>.jinja``) that cannot take ``trl_sft``'s
+# object arguments: why, and what to train with instead.  ``tools/trl_sft_smoke.py check``
+# fails when a template needs string arguments and the card does not name it.
+STRING_ARGUMENT_TEMPLATES: dict[str, tuple[str, str]] = {
+    "deepseekv3": (
+        "the original DeepSeek-V3 template joins `arguments` to text with `+`",
+        "`prime_sft`; or `trl_sft` with TRL's `deepseekv3_training`, which takes objects",
+    ),
+}
+
+
 def _trainers_section(f: CardFacts) -> str:
     out = [
         "## Use with trainers\n\n",
@@ -428,9 +439,22 @@ def _trainers_section(f: CardFacts) -> str:
         )
     )
     out.append(
-        "\nOnly a chat template that joins `arguments` as text (the original DeepSeek-V3 "
-        "one) needs strings in `trl_sft`: TRL ships `deepseekv3_training` for the dict "
-        "form, or build the prompt-completion rows from `prime_sft`.\n\n"
+        "\nTRL's chat templates take `trl_sft`'s object arguments, except those that need "
+        "string arguments; with them, train on `prime_sft` (`SFTTrainer` takes its "
+        "`messages` and its JSON-string `tools` as they are):\n\n"
+    )
+    out.append(
+        _table(
+            ["TRL chat template", "why it needs string arguments", "use"],
+            [
+                (md_code(name, in_table=True), _prose(why), _prose(use))
+                for name, (why, use) in STRING_ARGUMENT_TEMPLATES.items()
+            ],
+        )
+    )
+    out.append(
+        "\nThe other way round, most templates write string arguments double-encoded or "
+        "refuse them: train those on `trl_sft`, not `prime_sft`.\n\n"
         "For SFT on demonstrations, filter on `reward` (or `outcome` in `rollouts`): "
         "failed trials the review attributed to the model are exported too.\n\n"
     )
