@@ -376,8 +376,8 @@ def token_is_credential(token: str) -> bool:
         return cred
     hexy = bool(_HEX.fullmatch(core))
     if hexy:  # a hex body is a key after a code (short, or with a digit) or a credential word
-        if any(
-            (p.isdigit() and len(p) >= 10) or _DATE_PIECE.fullmatch(p)
+        if not cred and any(
+            (p.isdigit() and len(p) >= 6) or _DATE_PIECE.fullmatch(p)
             for p in re.split(r"[_\-]+", token)
         ):
             return False  # ``name-<timestamp>-<hex>``, ``name_<yyyymmdd>_<hhmmss>_<hex>``: an id with a clock in it
