@@ -14,7 +14,7 @@ idle connection per recently written database keeps its log open, so the connect
 closes after each commit is not the last one and does not fold the log back (a checkpoint,
 with its syncs) every time.  A background thread checkpoints each database written in the
 last :data:`CHECKPOINT_SECONDS` (a connection marks its database written when it opens and
-after each use, as a kept engine's pooled connection writes many times); Dagster's run-log
+after each use); Dagster's run-log
 watchers in the webserver wake on changes of the ``.db`` file, so a run's live log stays
 live, at most a second late.  SQLite's auto-checkpoint and the process's exit fold the log
 back too.
