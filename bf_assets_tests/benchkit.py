@@ -1,4 +1,4 @@
-"""What the tests that use the bench (``bench/run_bench.py``) share."""
+"""What the tests that load the project's scripts (``bench/``, ``tools/``) share."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "run_bench.py"
 
 
-def run_bench() -> ModuleType:
-    """``bench/run_bench.py`` loaded as a module (the folder is not a package)."""
-    spec = importlib.util.spec_from_file_location("run_bench", BENCH)
+def script_module(name: str, path: Path) -> ModuleType:
+    """The script at ``path`` loaded as module ``name`` (``bench/`` and ``tools/`` are not
+    packages)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["run_bench"] = module  # dataclasses look their module up by name
+    sys.modules[name] = module  # dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
+
+
+def run_bench() -> ModuleType:
+    """``bench/run_bench.py`` loaded as a module."""
+    return script_module("run_bench", BENCH)

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from benchkit import script_module
 from test_publish_bundle import cands, files_of
 from trialkit import Trial, healthy_spec, oracle_spec
 
@@ -251,14 +252,8 @@ def test_arguments_are_cleaned_as_values(split_release: tuple[Bundle, Path]) -> 
 
 def _load_checker() -> Any:
     """``tools/check_datasets_load.py`` (what CI runs on the oldest datasets) as a module."""
-    import importlib.util
-
     path = Path(__file__).resolve().parents[1] / "tools" / "check_datasets_load.py"
-    spec = importlib.util.spec_from_file_location("check_datasets_load", path)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("check_datasets_load", path)
 
 
 def test_the_cards_fallback_loads_trl_sft_with_string_features(

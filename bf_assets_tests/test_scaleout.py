@@ -16,15 +16,14 @@ dagster-celery, redis-py, psycopg2, dagster-postgres, Redis or PostgreSQL is mis
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from benchkit import script_module
 
 from bf_assets.defs.ranges import PARTITION, RANGE_END, RANGE_START, range_run_tags, split_ranges
 from bf_assets.sample.generator import generate_corpus
@@ -36,14 +35,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:dagster_celery.exec
 
 
 def _load_scaleout() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "bf_scaleout", REPO_ROOT / "bench" / "scaleout.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module
-    spec.loader.exec_module(module)
-    return module
+    return script_module("bf_scaleout", REPO_ROOT / "bench" / "scaleout.py")
 
 
 scaleout = _load_scaleout()

@@ -11,13 +11,13 @@ first saw it (two when it was queued while an iteration was under way).
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from benchkit import script_module
 
 REPO = Path(__file__).resolve().parents[1]
 TOOL = REPO / "tools" / "ui_materialize.py"
@@ -30,12 +30,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("ui_materialize", TOOL)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("ui_materialize", TOOL)
 
 
 def test_materialize_all_runs_through_the_daemons_without_idle_iterations(

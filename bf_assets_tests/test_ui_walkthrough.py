@@ -13,7 +13,6 @@ only to wait for runs to finish.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from benchkit import script_module
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -58,12 +58,7 @@ TERMINAL = {"SUCCESS", "FAILURE", "CANCELED"}
 
 def load_tool() -> ModuleType:
     """``tools/ui_materialize.py``: starting and stopping ``bf-assets ui`` as ``./dev ui``."""
-    spec = importlib.util.spec_from_file_location("ui_materialize", TOOL)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    return script_module("ui_materialize", TOOL)
 
 
 def wait_runs(tool: ModuleType, base: str, job: str, count: int) -> list[dict[str, Any]]:
