@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 from leakproof_corpus import Planted
-from test_leakproof_bundle import planted_trial, published_values
+from test_leakproof_bundle import assert_all_exported_and_verified, planted_trial, published_values
 from trialkit import Trial, healthy_spec
 from unseen_corpus import unseen_corpus, unseen_look_alikes
 
 from bf_assets.publish.bundle import Bundle, bundle_reviews
-from bf_assets.publish.verify import verify_reviews
 
 CORPUS = unseen_corpus()
 LOCATIONS = ("tool-output", "tool-argument", "completion")
@@ -82,11 +81,7 @@ def leaked(item: Planted, views: list[str]) -> list[str]:
 def test_every_planted_trial_is_exported_and_verifies(
     unseen_bundle: tuple[Bundle, list[Trial], Path],
 ) -> None:
-    b, trials, path = unseen_bundle
-    assert b.rows["rollouts"] == len(trials), b.excluded
-    assert not b.excluded
-    report = verify_reviews(path, [t.review() for t in trials])
-    assert report.ok, report.summary() + str(report.findings)
+    assert_all_exported_and_verified(*unseen_bundle)
 
 
 @pytest.mark.parametrize("item", CORPUS, ids=[p.name for p in CORPUS])
