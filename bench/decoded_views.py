@@ -3,7 +3,7 @@
     .venv/bin/python bench/decoded_views.py [DIR ...]   (default ../shared/fixtures)
 
 For every string of the files under each DIR (a text file whole; every string of a JSON or
-JSONL document, keys included), of a generated corpus (``bf_assets.sample``: small
+JSONL document, keys included), of a generated corpus (``bf_sample``: small
 production trials and one heavy trial) and of generated tool outputs dense with encodings
 (none holding a secret), it prints:
 
@@ -66,7 +66,10 @@ def texts_under(root: Path) -> list[str]:
 
 
 def generated_texts() -> list[str]:
-    from bf_assets.sample.generator import generate_corpus, write_heavy_trial
+    repo = str(Path(__file__).resolve().parent.parent)
+    if repo not in sys.path:  # bf_sample sits beside the package, uninstalled
+        sys.path.insert(0, repo)
+    from bf_sample.generator import generate_corpus, write_heavy_trial
 
     with tempfile.TemporaryDirectory() as tmp:
         generate_corpus(Path(tmp) / "small", 60, seed=3)
@@ -170,7 +173,7 @@ def main() -> None:
     dirs = [Path(a) for a in sys.argv[1:]] or [d for d in DEFAULT_DIRS if d.is_dir()]
     for d in dirs:
         measure(str(d), texts_under(d))
-    measure("generated (bf_assets.sample)", generated_texts())
+    measure("generated (bf_sample)", generated_texts())
     measure("generated, dense with encodings", encoded_texts())
 
 

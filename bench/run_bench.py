@@ -5,7 +5,7 @@ Every tool runs as a child process with its stdout sent to a file; the wall time
 ``time.perf_counter`` around the child and the peak RSS is the child's ``ru_maxrss`` as returned
 by ``os.wait4``.  Runs alternate between the two tools and the tables report medians.
 
-Standard library only, plus the project's own corpus generator ``bf_assets.sample.generator``.
+Standard library only, plus the project's own corpus generator ``bf_sample.generator``.
 See ``bench/README.md`` for the scenarios and the targets.  No timing figure from here belongs
 in a test.
 """
@@ -501,17 +501,17 @@ class CorpusFactory:
             if str(REPO_ROOT) not in sys.path:
                 sys.path.insert(0, str(REPO_ROOT))
             try:
-                module = importlib.import_module("bf_assets.sample.generator")
+                module = importlib.import_module("bf_sample.generator")
             except Exception as exc:  # any import failure is reported plainly
                 raise BenchError(
-                    "the corpus generator bf_assets.sample.generator cannot be imported "
+                    "the corpus generator bf_sample.generator cannot be imported "
                     f"({type(exc).__name__}: {exc}). Corpora are generated with it; until it "
                     "exists, only the small and scale scenarios can run, on copies of a "
                     "fixture job (--fixture-job DIR)."
                 ) from None
             for name in ("generate_corpus", "write_heavy_trial"):
                 if not callable(getattr(module, name, None)):
-                    raise BenchError(f"bf_assets.sample.generator has no function {name}()")
+                    raise BenchError(f"bf_sample.generator has no function {name}()")
             sources = list(Path(module.__file__ or "").parent.glob("*.py"))
             self._generator_digest = _source_digest(sources)
             self._generator = module

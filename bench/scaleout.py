@@ -913,7 +913,9 @@ def _wait(result: Path, run_ids: Sequence[str], timeout_s: float) -> None:
 
 
 def _generate(work: Path, n: int) -> Path:
-    from bf_assets.sample.generator import generate_corpus
+    if str(REPO_ROOT) not in sys.path:  # bf_sample sits beside the package, uninstalled
+        sys.path.insert(0, str(REPO_ROOT))
+    from bf_sample.generator import generate_corpus
 
     root = work / f"generated-{n}"
     if not (root / "jobs").is_dir():

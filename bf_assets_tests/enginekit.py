@@ -20,7 +20,7 @@ from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]  # the checkout
 

@@ -18,9 +18,9 @@ from test_audit_kit import (
 )
 
 from bf_assets.audit.catalog import extract_claude, extract_codex, prompt_parts
-from bf_assets.sample.bodies import conversation
-from bf_assets.sample.harness import HARNESSES, catalog_entries
-from bf_assets.sample.tasks import TASKS
+from bf_sample.bodies import conversation
+from bf_sample.harness import HARNESSES, catalog_entries
+from bf_sample.tasks import TASKS
 
 SALES = TASKS["sales-report"]
 

@@ -32,7 +32,7 @@ from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, step_facts
 from bf_assets.ingest.readers import ReadLimits, parse_json_bytes
 from bf_assets.ingest.rowstream import RowsRead, read_rows
-from bf_assets.sample.heavy import write_heavy_trial
+from bf_sample.heavy import write_heavy_trial
 
 BIG = ReadLimits(max_line_bytes=8)  # every row goes through the huge-row path
 DEFAULT = ReadLimits()

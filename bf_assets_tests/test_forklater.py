@@ -16,9 +16,9 @@ import dagster as dg
 import pytest
 
 from bf_assets.batch.forklater import ForkedCall, ForkedCallError, can_fork
-from bf_assets.sample.generator import generate_corpus
 from bf_assets_tests.prockit import alive, children_of_killed
 from bf_assets_tests.releasekit import isolated_release
+from bf_sample.generator import generate_corpus
 
 linux_only = pytest.mark.skipif(not can_fork(), reason="the call is forked on Linux only")
 

@@ -15,7 +15,7 @@ from bf_assets.batch.run import review_trial
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.review import tables
 from bf_assets.review.tables import frame_records, reviews_from_frame, validated_frames
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 def _as_warehouse_reads(df: pd.DataFrame) -> pd.DataFrame:

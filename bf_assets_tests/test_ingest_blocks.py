@@ -11,8 +11,8 @@ import pytest
 from bf_assets.batch import inventory
 from bf_assets.cli.release import partition_blocks
 from bf_assets.ingest import discovery
-from bf_assets.sample.generator import generate_corpus
 from bf_assets_tests.releasekit import isolated_release, published_digests
+from bf_sample.generator import generate_corpus
 
 
 def test_blocks_respect_the_order_and_the_trial_budget() -> None:

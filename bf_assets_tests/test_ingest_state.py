@@ -25,7 +25,7 @@ from bf_assets.batch.ingest_state import (
     table_file,
 )
 from bf_assets.ingest.discovery import discover_jobs, discover_trials
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 def _write_tables(folder: Path, key: str, text: str = "table") -> None:

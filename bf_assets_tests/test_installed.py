@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,8 @@ def test_a_wheel_installed_elsewhere_releases_from_any_directory(tmp_path: Path)
         timeout=300,
     )  # fmt: skip
     [wheel] = dist.glob("bf_assets-*.whl")
+    with zipfile.ZipFile(wheel) as whl:  # the sample-data generator stays in the checkout
+        assert not [n for n in whl.namelist() if n.startswith(("bf_sample/", "bf_assets/sample/"))]
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"

@@ -18,7 +18,7 @@ from trialkit import JOB, build_trial, healthy_spec
 
 from bf_assets.ingest import discovery
 from bf_assets.ingest.discovery import TrialRef, discover_trials, trials_in_jobs
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 def expected(roots: list[Path], keys: set[str]) -> list[TrialRef]:

@@ -14,7 +14,7 @@ from trialkit import build_trial, healthy_spec
 from bf_assets.ingest import discovery, jobmemo
 from bf_assets.ingest.discovery import discover_jobs
 from bf_assets.ingest.jobmemo import JobMemo, discover_jobs_since
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 @pytest.fixture

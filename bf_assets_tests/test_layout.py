@@ -85,3 +85,21 @@ def test_the_package_root_holds_only_the_vocabulary_and_the_code_location() -> N
     stages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert {"ingest", "gate", "audit", "review", "batch", "dataset", "curate", "publish"} <= stages
     assert {"defs", "cli", "redact"} <= stages  # redact: the secret rule engine and its data
+
+
+def test_the_package_never_imports_the_sample_generator() -> None:
+    """``bf_sample`` (the sample-data generator, beside the package) is a test and bench tool
+    the wheel does not ship: no runtime module may import it, even inside a function."""
+    users = []
+    for path in sorted(PKG.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            if any(n == "bf_sample" or n.startswith("bf_sample.") for n in names):
+                users.append(f"{_module_name(path)}:{node.lineno}")
+    assert users == []
+    assert not (PKG / "sample").exists()

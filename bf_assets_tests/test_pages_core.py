@@ -20,7 +20,7 @@ from bf_assets.ingest.discovery import discover
 from bf_assets.pages.site import page_name, write_pages
 from bf_assets.pages.trial import PageInput, render_trial
 from bf_assets.review.options import ReviewOptions
-from bf_assets.sample.heavy import write_heavy_trial
+from bf_sample.heavy import write_heavy_trial
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-ant-api03-" + "Q7x" * 14

@@ -20,7 +20,7 @@ from bf_assets.ingest.discovery import discover_trials
 from bf_assets.pages import early
 from bf_assets.pages.site import PagesSummary, write_pages
 from bf_assets.review.options import ReviewOptions
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 
 from bf_assets.ingest import discovery
 from bf_assets.ingest.pinned import pinned_discovery, trials_of_jobs
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 @pytest.fixture(scope="module")

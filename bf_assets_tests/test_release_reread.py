@@ -14,8 +14,8 @@ import pytest
 from bf_assets.batch.ingest_state import table_file
 from bf_assets.batch.places import local_tables
 from bf_assets.cli.main import main
-from bf_assets.sample.generator import generate_corpus
 from bf_assets_tests.releasekit import isolated_release, published_digests
+from bf_sample.generator import generate_corpus
 
 
 def _ingest_runs() -> int:

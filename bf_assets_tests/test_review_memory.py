@@ -17,7 +17,7 @@ from bf_assets.batch.slimreview import SlimReview
 from bf_assets.cli.main import _table
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.review.options import ReviewOptions
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 SMALL, LARGE = 100, 500  # both reviewed by worker processes (64 trials or more)
 # Kept per trial by the report (slim review, its share of the dataset review, spill index).

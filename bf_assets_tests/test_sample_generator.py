@@ -1,4 +1,4 @@
-"""The deterministic sample generator (``bf_assets.sample``) and the committed ``data/runs``."""
+"""The deterministic sample generator (``bf_sample``) and the committed ``data/runs``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bf_assets.contract import CHECKS, Outcome
-from bf_assets.sample import (
+from bf_sample import (
     SCENARIOS,
     PlannedTrial,
     generate_corpus,
@@ -20,10 +20,10 @@ from bf_assets.sample import (
     write_heavy_trial,
     write_trial,
 )
-from bf_assets.sample import rows as R
-from bf_assets.sample.__main__ import main as sample_main
-from bf_assets.sample.artifacts import dumps_indent2
-from bf_assets.sample.plan import planned
+from bf_sample import rows as R
+from bf_sample.__main__ import main as sample_main
+from bf_sample.artifacts import dumps_indent2
+from bf_sample.plan import planned
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "data" / "runs"
@@ -95,15 +95,13 @@ def test_generation_is_deterministic(
 
 def test_committed_sample_is_current(sample: tuple[Path, list[PlannedTrial]]) -> None:
     root, _ = sample
-    assert COMMITTED.is_dir(), "data/runs is missing: run `python -m bf_assets.sample data/runs`"
+    assert COMMITTED.is_dir(), "data/runs is missing: run `python -m bf_sample data/runs`"
     committed, fresh = tree(COMMITTED), tree(root)
     assert sorted(committed) == sorted(fresh), (
-        "data/runs drifted: run `python -m bf_assets.sample data/runs`"
+        "data/runs drifted: run `python -m bf_sample data/runs`"
     )
     changed = [rel for rel in fresh if committed[rel] != fresh[rel]]
-    assert not changed, (
-        f"data/runs drifted in {changed[:5]}: run `python -m bf_assets.sample data/runs`"
-    )
+    assert not changed, f"data/runs drifted in {changed[:5]}: run `python -m bf_sample data/runs`"
     assert sum(len(b) for b in committed.values()) < 2_000_000
 
 

@@ -1,7 +1,7 @@
 """Scale-out: a release split into partition ranges on two Celery workers publishes the same
 bytes as the one-process ``bf-assets release`` (``bench/scaleout.py``).
 
-The end-to-end test generates a four-job corpus (``bf_assets.sample.generator``), runs
+The end-to-end test generates a four-job corpus (``bf_sample.generator``), runs
 ``bf-assets release`` on it (the reference), then the split of ``bench/scaleout.py``: a fresh
 PostgreSQL database with the deploy profile shared by every process, a claimed Redis database
 as broker, two ``dagster-celery`` workers (solo pool), the two partition ranges launched at once
@@ -26,7 +26,7 @@ import pytest
 from benchkit import script_module
 
 from bf_assets.defs.ranges import PARTITION, RANGE_END, RANGE_START, range_run_tags, split_ranges
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 N_TRIALS = 310  # four jobs of 100, 100, 100 and 10 trials: two ranges of two jobs

@@ -9,7 +9,7 @@ from trialkit import quarantine_first_trial
 
 from bf_assets.batch.run import review_roots
 from bf_assets.review.options import ReviewOptions
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 @pytest.fixture(scope="module")

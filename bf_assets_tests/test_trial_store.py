@@ -20,7 +20,7 @@ from bf_assets.dataset.store import StoreWriter, TrialStore
 from bf_assets.defs.io_managers import PickleUPathIOManager
 from bf_assets.ingest.discovery import discover
 from bf_assets.review.options import ReviewOptions
-from bf_assets.sample.generator import generate_corpus
+from bf_sample.generator import generate_corpus
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from bf_assets.sample import bodies as B
-from bf_assets.sample.harness import HARNESSES, catalog_entries
-from bf_assets.sample.plan import PlannedTrial
-from bf_assets.sample.tasks import Action, Task
+from bf_sample import bodies as B
+from bf_sample.harness import HARNESSES, catalog_entries
+from bf_sample.plan import PlannedTrial
+from bf_sample.tasks import Action, Task
 
 FALLBACK_START = datetime(2026, 6, 1)
 # scenarios whose agent ends with a tool call still running (partial ACP trajectory)

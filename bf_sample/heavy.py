@@ -16,15 +16,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from bf_assets.sample import artifacts as A
-from bf_assets.sample import bodies as B
-from bf_assets.sample import rows as R
-from bf_assets.sample.agent import acp_tool_event, epoch
-from bf_assets.sample.harness import HARNESSES, catalog_entries
-from bf_assets.sample.plan import planned
-from bf_assets.sample.scenarios import verifier_stdout
-from bf_assets.sample.tasks import script
-from bf_assets.sample.trial import (
+from bf_sample import artifacts as A
+from bf_sample import bodies as B
+from bf_sample import rows as R
+from bf_sample.agent import acp_tool_event, epoch
+from bf_sample.harness import HARNESSES, catalog_entries
+from bf_sample.plan import planned
+from bf_sample.scenarios import verifier_stdout
+from bf_sample.tasks import script
+from bf_sample.trial import (
     HOST_JOBS,
     Phase,
     agent_env,

@@ -16,8 +16,8 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from bf_assets.sample import harness as H
-from bf_assets.sample.tasks import Action
+from bf_sample import harness as H
+from bf_sample.tasks import Action
 
 ALNUM = string.ascii_letters + string.digits
 

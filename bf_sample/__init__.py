@@ -5,10 +5,10 @@ for a :class:`PlannedTrial`, ``write_heavy_trial`` one very large streamed trial
 ``generate_corpus`` many small trials. No Dagster import here.
 """
 
-from bf_assets.sample.generator import generate_corpus, generate_jobs_root
-from bf_assets.sample.heavy import write_heavy_trial
-from bf_assets.sample.plan import SCENARIOS, PlannedTrial
-from bf_assets.sample.trial import write_trial
+from bf_sample.generator import generate_corpus, generate_jobs_root
+from bf_sample.heavy import write_heavy_trial
+from bf_sample.plan import SCENARIOS, PlannedTrial
+from bf_sample.trial import write_trial
 
 __all__ = [
     "SCENARIOS",

@@ -9,20 +9,20 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bf_assets.sample import artifacts as A
-from bf_assets.sample import bodies as B
-from bf_assets.sample.agent import FALLBACK_START, Run, run_agent
-from bf_assets.sample.harness import HARNESSES
-from bf_assets.sample.plan import PlannedTrial
-from bf_assets.sample.rows import build_row
-from bf_assets.sample.scenarios import (
+from bf_sample import artifacts as A
+from bf_sample import bodies as B
+from bf_sample.agent import FALLBACK_START, Run, run_agent
+from bf_sample.harness import HARNESSES
+from bf_sample.plan import PlannedTrial
+from bf_sample.rows import build_row
+from bf_sample.scenarios import (
     REWARD,
     TIMEOUT_SEC,
     failure_fields,
     sandbox_failure_fields,
     verifier_stdout,
 )
-from bf_assets.sample.tasks import TASKS, Task, file_sha, script, task_digest, task_files
+from bf_sample.tasks import TASKS, Task, file_sha, script, task_digest, task_files
 
 JOB_FORMAT = "%Y-%m-%d__%H-%M-%S"
 SOURCE_REPO = "benchflow-ai/skillsbench"

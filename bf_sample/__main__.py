@@ -1,4 +1,4 @@
-"""``python -m bf_assets.sample OUT [--seed N]``: regenerate the sample jobs root."""
+"""``python -m bf_sample OUT [--seed N]``: regenerate the sample jobs root."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import shutil
 import sys
 from pathlib import Path
 
-from bf_assets.sample.generator import generate_jobs_root
+from bf_sample.generator import generate_jobs_root
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bf_assets.sample", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bf_sample", description=__doc__)
     parser.add_argument("out", type=Path, help="jobs root to (re)write, e.g. data/runs")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)

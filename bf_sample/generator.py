@@ -12,23 +12,23 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bf_assets.sample import artifacts as A
-from bf_assets.sample.harness import HARNESSES
-from bf_assets.sample.heavy import write_heavy_trial
-from bf_assets.sample.plan import (
+from bf_sample import artifacts as A
+from bf_sample.harness import HARNESSES
+from bf_sample.heavy import write_heavy_trial
+from bf_sample.plan import (
     HARNESSES as HARNESS_KEYS,
 )
-from bf_assets.sample.plan import (
+from bf_sample.plan import (
     SANDBOXES,
     SKILL_MODES,
     UNHEALTHY_SCENARIOS,
     PlannedTrial,
     planned,
 )
-from bf_assets.sample.tasks import TASK_NAMES, write_tasks
-from bf_assets.sample.trial import JOB_FORMAT, job_start, write_trial
+from bf_sample.tasks import TASK_NAMES, write_tasks
+from bf_sample.trial import JOB_FORMAT, job_start, write_trial
 
-GENERATOR = "bf_assets.sample/1"
+GENERATOR = "bf_sample/1"
 
 __all__ = [
     "PlannedTrial",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bf_assets.sample.agent import Run
-from bf_assets.sample.plan import PlannedTrial
-from bf_assets.sample.tasks import Task
+from bf_sample.agent import Run
+from bf_sample.plan import PlannedTrial
+from bf_sample.tasks import Task
 
 TIMEOUT_SEC = 900
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from bf_assets.sample.tasks import Task
+from bf_sample.tasks import Task
 
 
 @dataclass(frozen=True)
