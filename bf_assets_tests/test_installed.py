@@ -37,8 +37,11 @@ def test_a_wheel_installed_elsewhere_releases_from_any_directory(tmp_path: Path)
         timeout=300,
     )  # fmt: skip
     [wheel] = dist.glob("bf_assets-*.whl")
-    with zipfile.ZipFile(wheel) as whl:  # the sample-data generator stays in the checkout
-        assert not [n for n in whl.namelist() if n.startswith(("bf_sample/", "bf_assets/sample/"))]
+    with zipfile.ZipFile(wheel) as whl:  # the generator and the tests stay in the checkout
+        shipped = whl.namelist()
+    assert not [n for n in shipped if n.startswith(("bf_sample/", "bf_assets/sample/"))]
+    assert not [n for n in shipped if n.startswith("bf_assets_tests/")]
+    assert "bf_assets/redact/rules/LICENSE-gitleaks" in shipped
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     py = venv / "bin" / "python"
