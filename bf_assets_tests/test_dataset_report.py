@@ -12,9 +12,9 @@ from typing import Any
 from bf_assets.batch.run import review_roots
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
+from bf_assets.dataset.coverage_svg import COLORS, DUPLICATE_COLOR, coverage_svg, svg_data_uri
 from bf_assets.dataset.decide import decide_exports
 from bf_assets.dataset.parity import sandbox_parity
-from bf_assets.dataset.picture import COLORS, DUPLICATE_COLOR, coverage_svg, svg_data_uri
 from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
 from bf_assets.dataset.release import assess_release
@@ -171,7 +171,7 @@ def test_real_harbor_adaptive_cruise_control_matrix(shared_dir: Path, tmp_path: 
 def test_a_slot_names_its_first_superseded_attempts_and_counts_the_rest() -> None:
     from bf_assets.dataset.common import Cell
     from bf_assets.dataset.coverage import SUPERSEDED_SHOWN, SlotRow, superseded_text
-    from bf_assets.dataset.picture import _tooltip
+    from bf_assets.dataset.coverage_svg import _tooltip
 
     keys = tuple((f"jobs/j{i:03d}", f"t__{i:03d}") for i in range(50))
     cell = Cell("t1", "codex-acp", "gpt-5", "no-skill", "docker")
@@ -188,7 +188,7 @@ def test_a_plan_with_hundreds_of_trials_a_cell_folds_its_columns() -> None:
     """Past MAX_COLUMNS trial columns, a column is a (harness, model, sandbox): its square
     shows the share of each state, and the picture stays small (one column per trial slot
     made an 11.8 MB picture for a bench plan of several hundred trials a cell)."""
-    from bf_assets.dataset.picture import MAX_COLUMNS
+    from bf_assets.dataset.coverage_svg import MAX_COLUMNS
 
     n = MAX_COLUMNS + 80
     plan = parse_plan(

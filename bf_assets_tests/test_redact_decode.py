@@ -20,7 +20,7 @@ import pytest
 from leakproof_corpus import ALNUM, B64, B64URL, HEX, Gen
 
 from bf_assets.curate.clean import clean_document, clean_value, redact_text_stable
-from bf_assets.curate.second_look import detect
+from bf_assets.curate.detect_secrets_scan import detect
 from bf_assets.redact import redact_text, secret_spans
 
 G = Gen(36)

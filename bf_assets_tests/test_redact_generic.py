@@ -8,8 +8,8 @@ import pytest
 from leakproof_corpus import Gen, corpus, look_alikes
 
 import bf_assets.redact as redact
+from bf_assets.curate.detect_secrets_scan import PLUGIN_NAMES, detect
 from bf_assets.curate.scan import scan_value
-from bf_assets.curate.second_look import PLUGIN_NAMES, detect
 from bf_assets.redact import find_secrets, is_secret_key, redact_text
 
 G = Gen(3)

@@ -13,8 +13,8 @@ from collections import Counter
 import pytest
 from unlisted_corpus import Gen, Planted, corpus, look_alikes
 
+from bf_assets.curate.detect_secrets_scan import STRUCTURAL, detect
 from bf_assets.curate.scan import scan_value
-from bf_assets.curate.second_look import STRUCTURAL, detect
 from bf_assets.redact import redact_text
 from bf_assets.redact.engine import RuleSet
 from bf_assets.redact.structural import (

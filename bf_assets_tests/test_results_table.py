@@ -19,7 +19,7 @@ from bf_assets.contract import Outcome
 from bf_assets.curate.clean import CleanStats
 from bf_assets.curate.rowclean import RowCleaner
 from bf_assets.dataset.assemble import assemble, report_markdown
-from bf_assets.dataset.liftpicture import lift_svg
+from bf_assets.dataset.lift_svg import lift_svg
 from bf_assets.dataset.reportmarkup import MarkdownValues, md_cell, md_text
 from bf_assets.dataset.results import (
     ACCEPTED,

@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _person_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``show`` and ``quarantine hold|release`` (``bf_assets.cli.decide``)."""
+    """``show`` and ``quarantine hold|release`` (``bf_assets.cli.trial_commands``)."""
     sh = sub.add_parser("show", help="write a trial's review page (HTML) and print its path")
     sh.add_argument("trial", metavar="TRIAL", help="trial path under a run root (or its directory)")
     _corpus_flags(sh)
@@ -424,14 +424,14 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _person(args: argparse.Namespace) -> int:
-    from bf_assets.cli import decide
+    from bf_assets.cli import trial_commands
 
     progress = _Progress(sys.stderr)
     try:
         if args.command == "show":
-            return decide.show(args, progress)
-        return decide.quarantine(args, progress)
-    except decide.DecideError as exc:
+            return trial_commands.show(args, progress)
+        return trial_commands.quarantine(args, progress)
+    except trial_commands.DecideError as exc:
         raise _UsageError(str(exc)) from None
 
 

@@ -3,7 +3,7 @@
 ``scan_row`` never trusts the cleaning step: it walks every key and string of the row (JSON
 string columns parsed, and every string that holds a JSON document parsed and walked in
 turn) and reports what survived.  Secrets are looked for with a detector independent of the
-redactor (:mod:`bf_assets.curate.second_look`, detect-secrets' plugins); banned keys and
+redactor (:mod:`bf_assets.curate.detect_secrets_scan`, detect-secrets' plugins); banned keys and
 private reasoning in any provider's shape are ``PUBLISH_BANNED_KEY``; reasoning written inline
 in text (think tags, a gpt-oss analysis channel, :mod:`bf_assets.curate.inline_reasoning`) is
 ``PUBLISH_REASONING``.  Evidence never carries
@@ -32,10 +32,10 @@ from bf_assets.curate.clean import (
     reasoning_name_kind,
     text_key,
 )
+from bf_assets.curate.detect_secrets_scan import detect
 from bf_assets.curate.inline_reasoning import reasoning_kinds_in
 from bf_assets.curate.scanmemo import Attempt, ScanMemo
 from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
-from bf_assets.curate.second_look import detect
 from bf_assets.findings import Finding, finding
 from bf_assets.ingest.messages import ROLES, check_messages, tool_names
 

@@ -11,9 +11,9 @@ Typical use::
 
 from bf_assets.dataset.common import Cell, TrialKey, trial_key
 from bf_assets.dataset.coverage import Coverage, SlotRow, compute_coverage
+from bf_assets.dataset.coverage_svg import coverage_svg, svg_data_uri
 from bf_assets.dataset.decide import Decision, ExportDecision, decide_exports
 from bf_assets.dataset.parity import ParityPair, ParityReport, ParityRow, sandbox_parity
-from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.plan import Plan, PlanError, PlannedCell, PlanSource, load_plan, parse_plan
 from bf_assets.dataset.quarantine import (
     QuarantineEntry,

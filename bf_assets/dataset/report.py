@@ -36,10 +36,10 @@ from bf_assets.dataset.coverage import (
     SlotRow,
     superseded_text,
 )
+from bf_assets.dataset.coverage_svg import coverage_svg, svg_data_uri
 from bf_assets.dataset.decide import ExportDecision
-from bf_assets.dataset.liftpicture import lift_svg
+from bf_assets.dataset.lift_svg import lift_svg
 from bf_assets.dataset.parity import ParityReport
-from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.quarantine import QuarantineEntry, effective_verdicts, unmatched_entries
 from bf_assets.dataset.release import ReleaseAssessment
 from bf_assets.dataset.reportmarkup import Markdown, MarkdownValues

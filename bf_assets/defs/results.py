@@ -11,8 +11,8 @@ import dagster as dg
 import pandas as pd
 
 from bf_assets.dataset.assemble import DatasetReview
-from bf_assets.dataset.liftpicture import lift_svg
-from bf_assets.dataset.picture import svg_data_uri
+from bf_assets.dataset.coverage_svg import svg_data_uri
+from bf_assets.dataset.lift_svg import lift_svg
 from bf_assets.dataset.reportmarkup import md_cell, md_text
 from bf_assets.dataset.results import (
     ACCEPTED,

@@ -22,8 +22,8 @@ import pandas as pd
 from bf_assets.batch.places import pages_url
 from bf_assets.contract import Verdict
 from bf_assets.dataset.assemble import DatasetReview, assemble
+from bf_assets.dataset.coverage_svg import coverage_svg, svg_data_uri
 from bf_assets.dataset.memory import trim
-from bf_assets.dataset.picture import coverage_svg, svg_data_uri
 from bf_assets.dataset.reportfiles import report_files
 from bf_assets.dataset.store import StoreWriter
 from bf_assets.defs.conventions import (

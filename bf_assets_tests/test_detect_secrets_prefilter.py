@@ -1,4 +1,4 @@
-"""The second look's pre-filter (``bf_assets.curate.second_look``): a string is handed to the
+"""The second look's pre-filter (``bf_assets.curate.detect_secrets_scan``): a string is handed to the
 detect-secrets plugins only when one of their regexes finds something in it, and that never
 changes what is detected."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from bf_assets.curate import second_look
-from bf_assets.curate.second_look import PLUGINS, detect
+from bf_assets.curate import detect_secrets_scan
+from bf_assets.curate.detect_secrets_scan import PLUGINS, detect
 from bf_assets_tests.leakproof_corpus import corpus, look_alikes
 
 
@@ -17,7 +17,7 @@ def _every_plugin(text: str) -> list[str]:
         f"{type(p).__name__} ({p.secret_type})"
         for p in PLUGINS
         for value in p.analyze_string(text)
-        if value and not second_look._ours(value)
+        if value and not detect_secrets_scan._ours(value)
     ]
 
 
@@ -36,13 +36,13 @@ def _texts() -> list[str]:
 
 
 def test_the_prefilter_is_in_force_for_the_shipped_plugins() -> None:
-    assert second_look._DENYLISTS is not None
-    assert len(second_look._DENYLISTS) == sum(len(p.denylist) for p in PLUGINS)
+    assert detect_secrets_scan._DENYLISTS is not None
+    assert len(detect_secrets_scan._DENYLISTS) == sum(len(p.denylist) for p in PLUGINS)
 
 
 @pytest.mark.parametrize("text", _texts())
 def test_the_prefilter_never_changes_what_the_plugins_find(text: str) -> None:
-    assert second_look._plugin_hits(text) == _every_plugin(text)
+    assert detect_secrets_scan._plugin_hits(text) == _every_plugin(text)
 
 
 def test_the_planted_vendor_secrets_are_still_found_and_prose_is_not_looked_at(
@@ -67,12 +67,12 @@ def test_the_planted_vendor_secrets_are_still_found_and_prose_is_not_looked_at(
 def test_a_plugin_that_looks_its_own_way_turns_the_prefilter_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    class Custom(second_look.RegexBasedDetector):
+    class Custom(detect_secrets_scan.RegexBasedDetector):
         secret_type = "custom"
         denylist = ()
 
         def analyze_string(self, string: str):  # type: ignore[no-untyped-def, override]
             yield from (["x"] if "zz" in string else [])
 
-    monkeypatch.setattr(second_look, "PLUGINS", (*PLUGINS, Custom()))
-    assert second_look._denylists() is None
+    monkeypatch.setattr(detect_secrets_scan, "PLUGINS", (*PLUGINS, Custom()))
+    assert detect_secrets_scan._denylists() is None

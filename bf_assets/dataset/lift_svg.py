@@ -4,7 +4,7 @@ A square is green for a positive lift and red for a negative one, stronger the l
 is, and shows its value; a white square is a combination with no lift (an arm missing).
 The last row is the overall lift of each column.  Every label and tooltip from trial data
 goes through ``clean`` first when one is given (the published report's cleaning) and is
-XML-escaped after, like the coverage picture (:mod:`bf_assets.dataset.picture`).
+XML-escaped after, like the coverage picture (:mod:`bf_assets.dataset.coverage_svg`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from bf_assets.dataset.picture import FONT, GRID, INK, TITLE_CHAR_W, escape, quoteattr
+from bf_assets.dataset.coverage_svg import FONT, GRID, INK, TITLE_CHAR_W, escape, quoteattr
 from bf_assets.dataset.results import ACCEPTED, NO_SKILL, Lift, ResultsTable
 
 CHAR_W = 6.2
