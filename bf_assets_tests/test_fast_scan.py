@@ -5,8 +5,6 @@
   give up (then the exact parse runs, without handing a step over twice).
 * ``RequestHistory``: request bodies folded incrementally give the same exchange facts,
   selection, call-id index and observations as each body walked whole.
-* ``forked``/``scan_trial``: the LLM trajectory scanned in a forked child gives the same
-  :class:`TrialData` as the serial scan, also on malformed files and when the child fails.
 """
 
 from __future__ import annotations
@@ -14,14 +12,13 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from trialkit import LLM_FILE, ROWS_FILE, Trial, chat_exchange, opening, tool_call, tool_result
 
-from bf_assets.ingest import forked, rowsplit, rowstream, scan
+from bf_assets.ingest import rowsplit, rowstream, scan
 from bf_assets.ingest.exchanges import (
     Exchange,
     ExchangeLog,
@@ -351,104 +348,6 @@ def test_history_handles_bodies_too_deep_to_encode() -> None:
     ]
     # an unencodable body is a group of its own
     assert a.exchanges[1].body_key != a.exchanges[2].body_key
-
-
-# --------------------------------------------------------------------------- forked scan
-
-
-def _no_children() -> bool:
-    try:
-        return os.waitpid(-1, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return True
-
-
-def test_forked_returns_the_childs_result_and_reaps_it() -> None:
-    job = forked.start_forked(lambda: {"pid": os.getpid(), "data": list(range(5))})
-    assert job is not None
-    out = job.result()
-    assert out["data"] == [0, 1, 2, 3, 4] and out["pid"] != os.getpid()
-    assert _no_children()
-
-
-def test_forked_child_failure_is_recomputed_here() -> None:
-    parent = os.getpid()
-
-    def flaky() -> str:
-        if os.getpid() != parent:
-            raise RuntimeError("child only")
-        return "computed here"
-
-    job = forked.start_forked(flaky)
-    assert job is not None and job.result() == "computed here"
-
-    def killed() -> str:
-        if os.getpid() != parent:
-            os.kill(os.getpid(), 9)
-        return "after a signal"
-
-    job = forked.start_forked(killed)
-    assert job is not None and job.result() == "after a signal"
-    assert _no_children()
-
-
-def test_forked_cancel_leaves_no_child() -> None:
-    job = forked.start_forked(lambda: b"x" * (1 << 22))  # more than a pipe holds
-    assert job is not None
-    job.cancel()
-    assert _no_children()
-
-
-def _scan_both(ref: Any, monkeypatch: pytest.MonkeyPatch, limits: ReadLimits) -> Any:
-    with monkeypatch.context() as m:
-        m.setattr(scan, "PARALLEL_MIN_BYTES", 0)
-        calls: list[int] = []
-        real = forked.start_forked
-
-        def spy(fn: Any) -> Any:
-            job = real(fn)
-            calls.append(job is not None)
-            return job
-
-        m.setattr(scan, "start_forked", spy)
-        parallel = scan.scan_trial(ref, limits)
-        assert calls == [True]
-    with monkeypatch.context() as m:
-        m.setattr(scan, "PARALLEL_MIN_BYTES", 1 << 62)
-        serial = scan.scan_trial(ref, limits)
-    assert _no_children()
-    return parallel, serial
-
-
-def test_parallel_scan_gives_the_serial_trial_data(
-    trial: Trial, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for limits in (ReadLimits(), BIG):
-        parallel, serial = _scan_both(trial.ref(), monkeypatch, limits)
-        assert parallel == serial
-
-
-def test_parallel_scan_on_malformed_files(trial: Trial, monkeypatch: pytest.MonkeyPatch) -> None:
-    trial.append_line(LLM_FILE, '{"request": {"body": [1, 2')
-    trial.append_line(LLM_FILE, "[1, 2]")
-    trial.write_bytes(ROWS_FILE, trial.file(ROWS_FILE).read_bytes()[:-40] + b"\n")
-    parallel, serial = _scan_both(trial.ref(), monkeypatch, BIG)
-    assert parallel == serial
-    assert serial.llm.bad_lines and serial.rows.read.rows[0].issues
-
-
-def test_parallel_scan_when_the_child_fails(trial: Trial, monkeypatch: pytest.MonkeyPatch) -> None:
-    parent = os.getpid()
-    real = scan._scan_llm
-
-    def failing(*args: Any) -> Any:
-        if os.getpid() != parent:
-            raise MemoryError("child")
-        return real(*args)
-
-    monkeypatch.setattr(scan, "_scan_llm", failing)
-    parallel, serial = _scan_both(trial.ref(), monkeypatch, ReadLimits())
-    assert parallel == serial and serial.llm.present
 
 
 # --------------------------------------------------------------------------- prompt reuse
