@@ -1,8 +1,10 @@
 """The fast paths of a heavy trial's scan give exactly the serial, exact results.
 
-* ``rowsplit``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
+* ``fastjson``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
   give the same top-level keys, step facts and issues as the exact parse, or
-  give up (then the exact parse runs, without handing a step over twice).
+  give up (then the exact parse runs, without handing a step over twice); LLM lines read
+  from their new messages must give what ``parse_json_bytes`` gives.  Both are compared
+  with the exact reader on hand-written rows, the sample's files and generated edge cases.
 * ``RequestHistory``: request bodies folded incrementally give the same exchange facts,
   selection, call-id index and observations as each body walked whole.
 """
@@ -18,14 +20,14 @@ from typing import Any
 import pytest
 from trialkit import LLM_FILE, ROWS_FILE, Trial, chat_exchange, opening, tool_call, tool_result
 
-from bf_assets.ingest import rowsplit, rowstream, scan
+from bf_assets.ingest import fastjson, rowstream, scan
 from bf_assets.ingest.exchanges import (
     Exchange,
     ExchangeLog,
     RequestHistory,
     request_observations,
 )
-from bf_assets.ingest.llmparse import LineParser
+from bf_assets.ingest.fastjson import LineParser
 from bf_assets.ingest.messages import StepFacts, step_facts
 from bf_assets.ingest.readers import ReadLimits, parse_json_bytes
 from bf_assets.ingest.rowstream import RowsRead, read_rows
@@ -61,7 +63,7 @@ def _exact(path: Path, limits: ReadLimits, monkeypatch: pytest.MonkeyPatch) -> A
 
 
 def _give_up(*_: Any, **__: Any) -> Any:
-    raise rowsplit.GiveUp("forced")
+    raise fastjson.GiveUp("forced")
 
 
 def _fast_only(
@@ -240,10 +242,10 @@ def test_withdrawn_steps_leave_the_next_row_checked_as_before(
 
 
 def test_long_digit_runs_are_found_anywhere() -> None:
-    assert not rowsplit.has_long_digit_run(b"1" * 18 + b"x" + b"2" * 18)
+    assert not fastjson.has_long_digit_run(b"1" * 18 + b"x" + b"2" * 18)
     for at in range(0, 40):
         data = b"a" * at + b"9" * 19 + b"b" * 7
-        assert rowsplit.has_long_digit_run(data)
+        assert fastjson.has_long_digit_run(data)
 
 
 # --------------------------------------------------------------------------- request history
@@ -503,7 +505,7 @@ def test_llm_scan_with_shared_lines_gives_the_plain_scan(
 def test_pieces_over_the_cap_go_to_the_exact_parser(
     tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rowsplit, "STEP_CAP", 4096)
-    monkeypatch.setattr(rowsplit, "CHUNK", 1024)
+    monkeypatch.setattr(fastjson, "STEP_CAP", 4096)
+    monkeypatch.setattr(fastjson, "CHUNK", 1024)
     p = _write(tmp_path, text)
     assert _read(p, BIG, share=True) == _exact(p, BIG, monkeypatch)

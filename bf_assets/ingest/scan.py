@@ -23,9 +23,9 @@ from bf_assets.ingest.exchanges import (
     request_observations,
     response_actions,
 )
+from bf_assets.ingest.fastjson import LineParser
 from bf_assets.ingest.harbor import HarborLog, scan_harbor
 from bf_assets.ingest.identity import Identity, identify, refine_skill_mode
-from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,
