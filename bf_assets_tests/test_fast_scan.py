@@ -1,12 +1,12 @@
 """The fast paths of a heavy trial's scan give exactly the serial, exact results.
 
-* ``rowsplit``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
+* ``fastjson``: a huge ``results.jsonl`` row cut at its steps and parsed with orjson must
   give the same top-level keys, step facts and issues as the exact parse, or
-  give up (then the exact parse runs, without handing a step over twice).
+  give up (then the exact parse runs, without handing a step over twice); LLM lines read
+  from their new messages must give what ``parse_json_bytes`` gives.  Both are compared
+  with the exact reader on hand-written rows, the sample's files and generated edge cases.
 * ``RequestHistory``: request bodies folded incrementally give the same exchange facts,
   selection, call-id index and observations as each body walked whole.
-* ``forked``/``scan_trial``: the LLM trajectory scanned in a forked child gives the same
-  :class:`TrialData` as the serial scan, also on malformed files and when the child fails.
 """
 
 from __future__ import annotations
@@ -14,23 +14,24 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
-import os
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 from trialkit import LLM_FILE, ROWS_FILE, Trial, chat_exchange, opening, tool_call, tool_result
 
-from bf_assets.ingest import forked, rowsplit, rowstream, scan
+from bf_assets.ingest import fastjson, rowstream, scan
 from bf_assets.ingest.exchanges import (
     Exchange,
     ExchangeLog,
     RequestHistory,
     request_observations,
 )
-from bf_assets.ingest.llmparse import LineParser
+from bf_assets.ingest.fastjson import LineParser
+from bf_assets.ingest.jsonpos import value_at
 from bf_assets.ingest.messages import StepFacts, step_facts
-from bf_assets.ingest.readers import ReadLimits, parse_json_bytes
+from bf_assets.ingest.readers import JsonlFile, ReadLimits, iter_jsonl, parse_json_bytes
 from bf_assets.ingest.rowstream import RowsRead, read_rows
 from bf_sample.heavy import write_heavy_trial
 
@@ -64,7 +65,7 @@ def _exact(path: Path, limits: ReadLimits, monkeypatch: pytest.MonkeyPatch) -> A
 
 
 def _give_up(*_: Any, **__: Any) -> Any:
-    raise rowsplit.GiveUp("forced")
+    raise fastjson.GiveUp("forced")
 
 
 def _fast_only(
@@ -243,10 +244,10 @@ def test_withdrawn_steps_leave_the_next_row_checked_as_before(
 
 
 def test_long_digit_runs_are_found_anywhere() -> None:
-    assert not rowsplit.has_long_digit_run(b"1" * 18 + b"x" + b"2" * 18)
+    assert not fastjson.has_long_digit_run(b"1" * 18 + b"x" + b"2" * 18)
     for at in range(0, 40):
         data = b"a" * at + b"9" * 19 + b"b" * 7
-        assert rowsplit.has_long_digit_run(data)
+        assert fastjson.has_long_digit_run(data)
 
 
 # --------------------------------------------------------------------------- request history
@@ -351,104 +352,6 @@ def test_history_handles_bodies_too_deep_to_encode() -> None:
     ]
     # an unencodable body is a group of its own
     assert a.exchanges[1].body_key != a.exchanges[2].body_key
-
-
-# --------------------------------------------------------------------------- forked scan
-
-
-def _no_children() -> bool:
-    try:
-        return os.waitpid(-1, os.WNOHANG) == (0, 0)
-    except ChildProcessError:
-        return True
-
-
-def test_forked_returns_the_childs_result_and_reaps_it() -> None:
-    job = forked.start_forked(lambda: {"pid": os.getpid(), "data": list(range(5))})
-    assert job is not None
-    out = job.result()
-    assert out["data"] == [0, 1, 2, 3, 4] and out["pid"] != os.getpid()
-    assert _no_children()
-
-
-def test_forked_child_failure_is_recomputed_here() -> None:
-    parent = os.getpid()
-
-    def flaky() -> str:
-        if os.getpid() != parent:
-            raise RuntimeError("child only")
-        return "computed here"
-
-    job = forked.start_forked(flaky)
-    assert job is not None and job.result() == "computed here"
-
-    def killed() -> str:
-        if os.getpid() != parent:
-            os.kill(os.getpid(), 9)
-        return "after a signal"
-
-    job = forked.start_forked(killed)
-    assert job is not None and job.result() == "after a signal"
-    assert _no_children()
-
-
-def test_forked_cancel_leaves_no_child() -> None:
-    job = forked.start_forked(lambda: b"x" * (1 << 22))  # more than a pipe holds
-    assert job is not None
-    job.cancel()
-    assert _no_children()
-
-
-def _scan_both(ref: Any, monkeypatch: pytest.MonkeyPatch, limits: ReadLimits) -> Any:
-    with monkeypatch.context() as m:
-        m.setattr(scan, "PARALLEL_MIN_BYTES", 0)
-        calls: list[int] = []
-        real = forked.start_forked
-
-        def spy(fn: Any) -> Any:
-            job = real(fn)
-            calls.append(job is not None)
-            return job
-
-        m.setattr(scan, "start_forked", spy)
-        parallel = scan.scan_trial(ref, limits)
-        assert calls == [True]
-    with monkeypatch.context() as m:
-        m.setattr(scan, "PARALLEL_MIN_BYTES", 1 << 62)
-        serial = scan.scan_trial(ref, limits)
-    assert _no_children()
-    return parallel, serial
-
-
-def test_parallel_scan_gives_the_serial_trial_data(
-    trial: Trial, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    for limits in (ReadLimits(), BIG):
-        parallel, serial = _scan_both(trial.ref(), monkeypatch, limits)
-        assert parallel == serial
-
-
-def test_parallel_scan_on_malformed_files(trial: Trial, monkeypatch: pytest.MonkeyPatch) -> None:
-    trial.append_line(LLM_FILE, '{"request": {"body": [1, 2')
-    trial.append_line(LLM_FILE, "[1, 2]")
-    trial.write_bytes(ROWS_FILE, trial.file(ROWS_FILE).read_bytes()[:-40] + b"\n")
-    parallel, serial = _scan_both(trial.ref(), monkeypatch, BIG)
-    assert parallel == serial
-    assert serial.llm.bad_lines and serial.rows.read.rows[0].issues
-
-
-def test_parallel_scan_when_the_child_fails(trial: Trial, monkeypatch: pytest.MonkeyPatch) -> None:
-    parent = os.getpid()
-    real = scan._scan_llm
-
-    def failing(*args: Any) -> Any:
-        if os.getpid() != parent:
-            raise MemoryError("child")
-        return real(*args)
-
-    monkeypatch.setattr(scan, "_scan_llm", failing)
-    parallel, serial = _scan_both(trial.ref(), monkeypatch, ReadLimits())
-    assert parallel == serial and serial.llm.present
 
 
 # --------------------------------------------------------------------------- prompt reuse
@@ -604,7 +507,195 @@ def test_llm_scan_with_shared_lines_gives_the_plain_scan(
 def test_pieces_over_the_cap_go_to_the_exact_parser(
     tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rowsplit, "STEP_CAP", 4096)
-    monkeypatch.setattr(rowsplit, "CHUNK", 1024)
+    monkeypatch.setattr(fastjson, "STEP_CAP", 4096)
+    monkeypatch.setattr(fastjson, "CHUNK", 1024)
     p = _write(tmp_path, text)
     assert _read(p, BIG, share=True) == _exact(p, BIG, monkeypatch)
+
+
+# --------------------------------------------------------------------------- against the exact reader
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "runs" / "jobs"
+TEXTS = [
+    "plain text",
+    'a quote " a backslash \\ a slash / a tab \t a newline \n',
+    '}, {"prompt": [',  # a step's opening bytes inside a string
+    '], "completion": [',  # the bytes after a prompt
+    '"trajectory": [',
+    '"messages": [{"role": "user"}], "tools": [',
+    "caf\u00e9 \u2603 \U0001f600 \u2028 \x00 \x1f",
+    "1234567890123456789",  # a long digit run inside a string
+]
+# Placeholders replaced in the written bytes: what json.dumps cannot write.
+BREAKS = {
+    "invalid_utf8": b"\xff\xfe",
+    "nan": b"NaN",
+    "infinity": b"-Infinity",
+    "big_int": b"123456789012345678901234567890",
+    "lone_surrogate": b'"\\ud800"',
+}
+
+
+def _content(rng: random.Random) -> Any:
+    kind = rng.randrange(7)
+    if kind == 0:
+        return rng.choice(TEXTS)
+    if kind == 1:
+        return "x" * rng.choice([100, 5_000, 70_000])  # a long string
+    if kind == 2:
+        deep: Any = "d"
+        for _ in range(rng.randint(1, 12)):
+            deep = [deep] if rng.random() < 0.5 else {"k": deep}
+        return deep
+    if kind == 3:
+        return rng.choice([0, -0.0, 1.5e300, 2.5, 1e-7, 3.0, 12345678901234567, -(2**40)])
+    if kind == 4:
+        return [{"type": "text", "text": rng.choice(TEXTS)}]
+    if kind == 5:
+        return rng.choice([[], {}, None, True, False, ""])
+    return f"message {rng.random()}"
+
+
+def _messages(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    roles = ["user", "assistant", "tool"]
+    return [{"role": rng.choice(roles), "content": _content(rng), "i": i} for i in range(n)]
+
+
+def _break(rng: random.Random, messages: list[dict[str, Any]]) -> str | None:
+    """Plant a placeholder for one of :data:`BREAKS`, deep nesting or a later duplicate of
+    the list's key, or nothing; the growing lists repeat a planted message in every later
+    value."""
+    kind = rng.choice([None, "deep", "deep", "duplicate", "duplicate", "deep_rest", *BREAKS])
+    at = rng.randrange(len(messages))
+    if kind == "deep":
+        deep: Any = 1
+        for _ in range(rng.randint(121, 126)):  # around the depth cap, from level 6
+            deep = [deep]
+        messages[at]["content"] = deep
+    elif kind in BREAKS:
+        messages[at]["content"] = f"@@{kind}@@"
+    return kind
+
+
+def _dumps(value: Any, style: tuple[bool, tuple[str, str]], key: bytes) -> bytes:
+    text = json.dumps(value, ensure_ascii=style[0], separators=style[1])
+    data = text.encode("utf-8", "surrogatepass")
+    for kind, raw in BREAKS.items():
+        data = data.replace(f'"@@{kind}@@"'.encode(), raw)
+    return data.replace(b'"@@duplicate@@"', key)
+
+
+def _later(rng: random.Random, kind: str | None, k: int, n: int) -> dict[str, Any]:
+    """What the last values add beside the list, when planted: a later duplicate of the
+    list's key (placeholder) or a value around the depth cap (from level 4)."""
+    if k < n // 2:
+        return {}
+    if kind == "duplicate":
+        return {"@@duplicate@@": rng.choice([None, 0, [9], "x"])}
+    if kind == "deep_rest":
+        deep: Any = 1
+        for _ in range(rng.randint(122, 127)):
+            deep = [deep]
+        return {"later": deep}
+    return {}
+
+
+def _style(rng: random.Random) -> tuple[bool, tuple[str, str]]:
+    return rng.random() < 0.5, rng.choice([(", ", ": "), (",", ":"), (" , ", " :  ")])
+
+
+def _generated_row(seed: int) -> bytes:
+    rng = random.Random(seed)
+    msgs = _messages(rng, rng.randint(2, 8))
+    kind = _break(rng, msgs)
+    steps = [
+        {
+            "prompt": msgs[: k + 1],
+            "completion": [{"role": "assistant", "content": _content(rng)}],
+            "extras": {"exchange_index": k},
+            **_later(rng, kind, k, len(msgs)),
+        }
+        for k in range(len(msgs))
+    ]
+    if rng.random() < 0.2:  # a compaction: the history is rewritten
+        steps.append({"prompt": msgs[1:], "completion": [], "extras": {}})
+    data = _dumps({"id": seed, "trajectory": steps, "reward": 1.0}, _style(rng), b'"prompt"')
+    if rng.random() < 0.2:  # a truncated line
+        data = data[: rng.randrange(1, len(data))]
+    return data
+
+
+def _generated_lines(seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    msgs = _messages(rng, rng.randint(2, 8))
+    kind = _break(rng, msgs)
+    style = _style(rng)
+    lines = []
+    for k in range(len(msgs)):
+        body = {"model": "m", "messages": msgs[: k + 1], "tools": []}
+        body |= _later(rng, kind, k, len(msgs))
+        line = {
+            "request": {"ts": k, "body": body},
+            "response": {"status_code": 200, "body": {"content": _content(rng)}},
+        }
+        lines.append(_dumps(line, style, b'"messages"'))
+    if rng.random() < 0.3:  # a retry and a compaction
+        lines += [lines[-1], lines[0]]
+    if rng.random() < 0.3:  # a truncated line
+        at = rng.randrange(len(lines))
+        lines[at] = lines[at][: rng.randrange(1, len(lines[at]))]
+    return lines
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_generated_rows_read_as_the_exact_reader_reads_them(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = _write(tmp_path, _generated_row(seed))
+    exact = _exact(p, BIG, monkeypatch)
+    for share in (False, True):
+        assert _read(p, BIG, share=share) == exact, share
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_generated_llm_lines_read_as_the_exact_reader_reads_them(seed: int) -> None:
+    lines = _generated_lines(seed)
+    fast, plain = _lines_parsed(lines), _plain(lines)
+    assert fast == plain
+    assert json.dumps([v for v, _ in fast]) == json.dumps([v for v, _ in plain])
+
+
+def _shares_first_item(values: list[Any], path: str) -> int:
+    """How many values share the first item of their list at ``path`` with the previous."""
+    lists = [value_at(v, path) for v in values]
+    return sum(bool(a) and bool(b) and a[0] is b[0] for a, b in zip(lists, lists[1:], strict=False))
+
+
+def test_the_generated_cases_take_the_fast_path(tmp_path: Path) -> None:
+    """The generated conversations are read from their new items (the comparisons above
+    are about the fast path, not only about its fallback)."""
+    lines = rows = 0
+    for seed in range(60):
+        lines += _shares_first_item(
+            [v for v, _ in _lines_parsed(_generated_lines(seed))], "request.body.messages"
+        )
+        steps: list[Any] = []
+        p = _write(tmp_path, _generated_row(seed))
+        read_rows(p, tmp_path, lambda i, s, out=steps: out.append(s), BIG, share=True)
+        rows += _shares_first_item(steps, "prompt")
+    assert lines > 40 and rows > 40, (lines, rows)
+
+
+def test_the_sample_files_read_as_the_exact_reader_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = sorted(SAMPLE.rglob(ROWS_FILE))
+    assert rows
+    for p in rows:
+        exact = _exact(p, BIG, monkeypatch)
+        assert _read(p, BIG) == exact and _read(p, BIG, share=True) == exact, p
+    for p in sorted(SAMPLE.rglob("llm_trajectory.jsonl")):
+        plain = [(x.line, x.value, x.issues) for x in iter_jsonl(p, SAMPLE, JsonlFile())]
+        fast = LineParser(DEFAULT).parse
+        got = [(x.line, x.value, x.issues) for x in iter_jsonl(p, SAMPLE, JsonlFile(), parse=fast)]
+        assert got == plain, p

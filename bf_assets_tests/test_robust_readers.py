@@ -19,8 +19,8 @@ import orjson
 import pytest
 from trialkit import ACP_FILE, LLM_FILE, ROWS_FILE, Trial, check_ids, peak_traced_memory
 
-from bf_assets.ingest import readers, rowsplit, rowstream
-from bf_assets.ingest.llmparse import LineParser
+from bf_assets.ingest import fastjson, readers, rowstream
+from bf_assets.ingest.fastjson import LineParser
 from bf_assets.ingest.readers import (
     IssueKind,
     JsonlFile,
@@ -194,7 +194,7 @@ def test_row_spans_match_a_plain_split(
 
 def _exact(p: Path, limits: ReadLimits, monkeypatch: pytest.MonkeyPatch) -> Any:
     def give_up(*_: Any, **__: Any) -> Any:
-        raise rowsplit.GiveUp("forced")
+        raise fastjson.GiveUp("forced")
 
     with monkeypatch.context() as m:
         m.setattr(rowstream, "split_row", give_up)
@@ -380,7 +380,7 @@ def test_a_huge_value_is_refused_with_bounded_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rowstream, "STEP_CAP", 2 * MiB)
-    monkeypatch.setattr(rowsplit, "STEP_CAP", 2 * MiB)
+    monkeypatch.setattr(fastjson, "STEP_CAP", 2 * MiB)
     p = tmp_path / ROWS_FILE
     for text in (
         b'{"trajectory": [{"p": "' + b"x" * (40 * MiB) + b'"}]}\n',
@@ -401,7 +401,7 @@ def test_a_run_of_whitespace_inside_a_row_is_never_held_past_the_cap(
     # The fast split looks past a step for the next one's start, never past the value cap;
     # the exact parser drops whitespace as it goes.
     monkeypatch.setattr(rowstream, "STEP_CAP", 2 * MiB)
-    monkeypatch.setattr(rowsplit, "STEP_CAP", 2 * MiB)
+    monkeypatch.setattr(fastjson, "STEP_CAP", 2 * MiB)
     p = tmp_path / ROWS_FILE
     p.write_bytes(b'{"trajectory": [' + STEP.encode() + b"," + b" " * (80 * MiB) + b"{}]}\n")
     steps: list[Any] = []

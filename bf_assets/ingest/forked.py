@@ -1,6 +1,6 @@
 """Run one function in a forked child while the caller works on something else.
 
-Used to scan a big trial's LLM trajectory and its ``results.jsonl`` on two cores.  The child
+Used to walk the two halves of a run root on two cores (``bf_assets.batch.runcache``).  The child
 computes ``fn()``, pickles the result into a pipe and leaves with ``os._exit`` (no atexit
 handlers, no stdio flush).  :meth:`Forked.result` reads the pipe, always reaps the child
 (no zombies) and, when the child failed in any way (an exception, a signal, a result that

@@ -677,7 +677,7 @@ def iter_jsonl(
 
     A line over the cap is consumed in chunks and skipped (never held whole); it yields a
     :class:`JsonlLine` with a ``LINE_TOO_LONG`` issue so the caller can count it.  ``parse``
-    replaces :func:`parse_json_bytes` (it must return the same; see ``llmparse``).
+    replaces :func:`parse_json_bytes` (it must return the same; see ``fastjson``).
     """
     real, size, issue = resolve_file(path, root)
     if issue is not None:

@@ -2,12 +2,12 @@
 
 The row of a long trial is one line of hundreds of MB (every step repeats its prompt), so
 the row is never built whole: lines up to the line cap are parsed with orjson; longer ones
-are cut at their steps and each step parsed with orjson (:mod:`bf_assets.ingest.rowsplit`),
+are cut at their steps and each step parsed with orjson (:mod:`bf_assets.ingest.fastjson`),
 or, when that fast path cannot vouch for the row, read by the exact parser here: the row's
 text is decoded block by block and each top-level value and each ``trajectory[]`` step is
 parsed on its own by the C scanner of :mod:`json` (``raw_decode`` says where a value ends),
 the step handed to ``on_step`` and dropped.  Both give the same result; memory is bounded by
-the largest single value (a value over :data:`~bf_assets.ingest.rowsplit.STEP_CAP` is not
+the largest single value (a value over :data:`~bf_assets.ingest.fastjson.STEP_CAP` is not
 built: the row is unreadable), time is linear in the row's size.
 
 Lines are found with block-wise byte searches: a run of blank lines of any length costs one
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from bf_assets.ingest.fastjson import STEP_CAP, GiveUp, split_row
 from bf_assets.ingest.readers import (
     CONTENT,
     DEFAULT_LIMITS,
@@ -41,7 +42,6 @@ from bf_assets.ingest.readers import (
     resolve_file,
     value_issue,
 )
-from bf_assets.ingest.rowsplit import STEP_CAP, GiveUp, split_row
 
 StepCallback = Callable[[int, Any], None]
 DiscardCallback = Callable[[int], None]

@@ -5,10 +5,7 @@ selected exchanges, counts, tool events for the audits); the training row's step
 checked as they stream past.  File inventory (size, sha256, lines) is gathered in the same
 pass.  Nothing here raises for bad input; read problems are kept as issues per file.
 
-A heavy trial (big LLM trajectory and big ``results.jsonl``) is scanned on two cores: a
-forked child folds the LLM trajectory while this process reads the rows; the result is the
-serial one (see :mod:`bf_assets.ingest.forked`).  The big files' repeated conversation is
-parsed once (:mod:`bf_assets.ingest.llmparse`, :mod:`bf_assets.ingest.stepparse`).
+The big files' repeated conversation is parsed once (:mod:`bf_assets.ingest.fastjson`).
 """
 
 from __future__ import annotations
@@ -26,11 +23,9 @@ from bf_assets.ingest.exchanges import (
     request_observations,
     response_actions,
 )
-from bf_assets.ingest.forked import start_forked
+from bf_assets.ingest.fastjson import LineParser
 from bf_assets.ingest.harbor import HarborLog, scan_harbor
-from bf_assets.ingest.heap import settle_for_blocks
 from bf_assets.ingest.identity import Identity, identify, refine_skill_mode
-from bf_assets.ingest.llmparse import LineParser
 from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,
@@ -55,8 +50,6 @@ ROWS_FILE = "results.jsonl"
 AGENT_EVENT_TYPES = frozenset({"tool_call", "agent_message", "agent_thought", "final"})
 MAX_TOOL_EVENTS = 20_000
 MAX_EVENT_TEXT = 8_192
-# Both the LLM trajectory and results.jsonl at least this big: scanned on two cores.
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 # An LLM trajectory at least this big is read reusing each request's repeated history.
 LINE_REUSE_MIN_BYTES = 1024 * 1024
 
@@ -305,15 +298,13 @@ def _collect_actions(
         facts.assistant_texts.append({"line": line, "text": text})
 
 
-def _scan_llm(
-    path: str, root: str, limits: ReadLimits, size: int | None = None
-) -> tuple[LlmFacts, FileStats]:
+def _scan_llm(path: str, root: str, limits: ReadLimits) -> tuple[LlmFacts, FileStats]:
     facts = LlmFacts()
     state = JsonlFile()
     seen_obs: set[str] = set()
     # In a big file, lines share their repeated messages (read-only here) and each request
     # is folded for what it adds to the previous one; a small file is read plainly.
-    big = (_size(path) if size is None else size) >= LINE_REUSE_MIN_BYTES  # size: its stat
+    big = _size(path) >= LINE_REUSE_MIN_BYTES
     history = RequestHistory() if big else None
     parse = LineParser(limits).parse if big else None
     for item in iter_jsonl(path, root, state, limits, parse=parse):
@@ -378,38 +369,6 @@ def _size(path: str) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def _scan_llm_and_rows(
-    trial: str, root: str, limits: ReadLimits, has_llm: bool, has_rows: bool
-) -> tuple[LlmFacts, FileStats, RowsFacts]:
-    """The LLM trajectory and the rows, on two cores when both are big (a child process
-    scans the LLM trajectory meanwhile; the result is the serial one either way)."""
-
-    llm_path, rows_path = _inside(trial, LLM_FILE), _inside(trial, ROWS_FILE)
-    llm_size = _size(llm_path) if has_llm else 0
-    big = llm_size >= PARALLEL_MIN_BYTES  # only then is the rows file's size asked
-    rows_size = _size(rows_path) if big and has_rows else 0
-
-    def llm() -> tuple[LlmFacts, FileStats]:
-        return _scan_llm(llm_path, root, limits, llm_size) if has_llm else (LlmFacts(), FileStats())
-
-    job = None
-    if big:
-        settle_for_blocks()  # a big file's blocks reuse heap memory (here and in a fork)
-    if big and rows_size >= PARALLEL_MIN_BYTES:
-        job = start_forked(llm)
-    if job is None:
-        llm_facts, llm_stats = llm()
-        rows = _scan_rows(rows_path, root, limits) if has_rows else RowsFacts()
-        return llm_facts, llm_stats, rows
-    try:
-        rows = _scan_rows(rows_path, root, limits)
-    except BaseException:
-        job.cancel()
-        raise
-    llm_facts, llm_stats = job.result()
-    return llm_facts, llm_stats, rows
 
 
 def _inventory(
@@ -576,8 +535,14 @@ def scan_trial(
         if "acp_trajectory.jsonl" in traj
         else (AcpFacts(), FileStats())
     )
-    has_llm, has_rows = "llm_trajectory.jsonl" in traj, ROWS_FILE in names
-    llm, llm_stats, rows = _scan_llm_and_rows(trial, root, limits, has_llm, has_rows)
+    llm, llm_stats = (
+        _scan_llm(_inside(trial, LLM_FILE), root, limits)
+        if "llm_trajectory.jsonl" in traj
+        else (LlmFacts(), FileStats())
+    )
+    rows = (
+        _scan_rows(_inside(trial, ROWS_FILE), root, limits) if ROWS_FILE in names else RowsFacts()
+    )
     file_issues: dict[str, list[ReadIssue]] = {}
     known: dict[str, FileStats] = {}
     for rel, doc in (
