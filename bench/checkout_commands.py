@@ -4,7 +4,9 @@
 home (created by the command itself, with the shipped instance defaults), warehouse, staging
 folder and output folder per run, all removed once the run is measured.  The command is the
 checkout's own ``bf-assets`` entry point (``[project.scripts]`` of its ``pyproject.toml``),
-started by the bench's Python with the checkout first on ``PYTHONPATH``.
+started by the bench's Python with the checkout first on ``PYTHONPATH``.  With ``pycache``
+set, bytecode is read and written under that folder (``PYTHONPYCACHEPREFIX``), never in the
+checkout, and ``warm_up`` fills it, so no measured run compiles the code it runs.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Checkout:
     root: Path
     label: str
     python: str = sys.executable
+    pycache: Path | None = None
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = dict(os.environ)
@@ -46,6 +49,9 @@ class Checkout:
         env["PYTHONPATH"] = str(self.root) + (os.pathsep + path if path else "")
         env["HF_HUB_OFFLINE"] = "1"
         env["DAGSTER_DISABLE_TELEMETRY"] = "1"
+        if self.pycache is not None:
+            env["PYTHONPYCACHEPREFIX"] = str(self.pycache)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(extra or {})
         return env
 
@@ -62,19 +68,13 @@ class Checkout:
         env = self.env({"XDG_CACHE_HOME": str(cache)})
         return rb.Invocation(argv, env, self.root, [cache])
 
-    def release(self, rb: Any, jobs: Path, scratch: Path, extra: Sequence[str] = ()) -> Any:
-        """``bf-assets release --runs JOBS --out OUT`` into a fresh Dagster home, warehouse
-        and output folder of its own (an Invocation of ``bench/run_bench.py``)."""
+    def release(self, rb: Any, jobs: Path | None, scratch: Path, extra: Sequence[str] = ()) -> Any:
+        """``bf-assets release --runs JOBS --out OUT`` (without ``jobs``: the sample) into a
+        fresh Dagster home, warehouse and output folder of its own (an Invocation of
+        ``bench/run_bench.py``)."""
         run_dir = Path(tempfile.mkdtemp(prefix="release-", dir=scratch))
-        argv = [
-            *self.command(),
-            "release",
-            "--runs",
-            str(jobs),
-            "--out",
-            str(run_dir / "out"),
-            *extra,
-        ]
+        runs = [] if jobs is None else ["--runs", str(jobs)]
+        argv = [*self.command(), "release", *runs, "--out", str(run_dir / "out"), *extra]
         env = self.env(
             {
                 "DAGSTER_HOME": str(run_dir / "dagster_home"),
@@ -89,6 +89,21 @@ class Checkout:
         """The read floor of ``bench/run_bench.py`` (every byte read once, every JSON value
         parsed once with orjson, JSONL line by line) on ``jobs``."""
         return rb.Invocation([self.python, "-c", rb.FLOOR_SOURCE, str(jobs)], self.env(), self.root)
+
+
+def warm_up(rb: Any, checkouts: Sequence[Checkout], scratch: Path, timeout_s: float) -> None:
+    """One review and one release of each checkout's sample, not measured: imports and
+    bytecode are warm before the first measured run."""
+    for code in checkouts:
+        sample = code.root / "data" / "runs"
+        invocations = [code.release(rb, None, scratch)]
+        if (sample / "jobs").is_dir():
+            extra = ["--tasks", str(sample / "tasks")]
+            invocations.insert(0, code.review(rb, sample / "jobs", scratch, extra))
+        for inv in invocations:
+            m = rb.measure(f"warm-up {code.label}", 0, inv, scratch, timeout_s)
+            note = f"FAILED ({m.failure})" if m.failure else f"exit {m.exit_code}"
+            print(f"  warm-up {code.label}: {inv.argv[3]} of the sample, {m.wall_s:.1f} s, {note}")
 
 
 def run_context(rb: Any, work: Path, scratch: Path, timeout_s: float) -> Any:

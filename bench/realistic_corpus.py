@@ -333,6 +333,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--skip-release", action="store_true", help="measure the floor and the review only"
     )
     p.add_argument(
+        "--no-warm-up",
+        action="store_true",
+        help="no unmeasured review and release of the sample before the measured runs",
+    )
+    p.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds before a run is killed (3600)"
     )
     args = p.parse_args(argv)
@@ -367,8 +372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"trajectories, {corpus.stats['exportable_scenarios']} exportable scenarios"
         )
         rb.prewarm(corpus.jobs)
-        code = commands.Checkout(REPO_ROOT, "this checkout")
+        code = commands.Checkout(REPO_ROOT, "this checkout", pycache=args.work / ".pycache")
         tools = commands.run_context(rb, args.work, scratch, args.timeout)
+        if not args.no_warm_up:
+            commands.warm_up(rb, [code], scratch, args.timeout)
         extra = ["--plan", str(corpus.root / rb.EXPORT_PLAN), "--tasks", str(corpus.root / "tasks")]
         sides = [
             rb.Side("floor", "read floor", lambda: code.floor(rb, corpus.jobs)),
