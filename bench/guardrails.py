@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
@@ -124,13 +124,6 @@ def git_state(checkout: Path) -> dict[str, Any]:
         "commit": git("rev-parse", "HEAD"),
         "modified": None if status is None else bool(status),
     }
-
-
-def measure_pair(
-    rb: ModuleType, tools: Any, sides: list[Any], runs: int
-) -> tuple[list[Any], dict[str, list[Any]]]:
-    ms = rb.run_sides(sides, runs, tools)
-    return [rb.side_stats(side, ms[side.key]) for side in sides], ms
 
 
 def pair_guardrails(rb: ModuleType, what: str, stats: list[Any], limit: float) -> list[Guardrail]:
@@ -299,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         def run_point(name: str, corpus: Any, sides: list[Any], runs: int) -> list[Any]:
             rb.prewarm(corpus.jobs)
             print(f"\n{name} ({corpus.n_trials:,} trials, {corpus.stats['bytes'] / 1e6:.0f} MB)")
-            stats, ms = measure_pair(rb, tools, sides, runs)
+            ms = rb.run_sides(sides, runs, tools)  # in turns: A B, then B A, ...
+            stats = [rb.side_stats(side, ms[side.key]) for side in sides]
             rb.print_table(stats, None)
             doc["points"][name] = {
                 "corpus": {"name": corpus.name, "root": str(corpus.root), **corpus.stats},
@@ -310,43 +304,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             return stats
 
+        def both(what: str, invoke: Callable[[Any], Any]) -> list[Any]:
+            """One side per checkout, the before code first."""
+            return [
+                rb.Side(code.label, f"{code.label}: {what}", lambda code=code: invoke(code))
+                for code in (before, after)
+            ]
+
         review = build_corpus(args.corpus_from, args.work, "trials", args.review_trials)
         stats = run_point(
             "review",
             review,
-            [
-                rb.Side(
-                    "before", "before: review", lambda: before.review(rb, review.jobs, scratch)
-                ),
-                rb.Side("after", "after: review", lambda: after.review(rb, review.jobs, scratch)),
-            ],
+            both("review", lambda code: code.review(rb, review.jobs, scratch)),
             args.runs,
         )
         guards += pair_guardrails(rb, f"review {args.review_trials:,}", stats, REVIEW_LIMIT)
 
         if not args.skip_release:
             export = build_corpus(args.corpus_from, args.work, "exportable", args.release_trials)
-            extra = [
-                "--plan",
-                str(export.root / rb.EXPORT_PLAN),
-                "--tasks",
-                str(export.root / "tasks"),
-            ]
+            extra = ["--plan", str(export.root / rb.EXPORT_PLAN)]
+            extra += ["--tasks", str(export.root / "tasks")]
             stats = run_point(
                 "release",
                 export,
-                [
-                    rb.Side(
-                        "before",
-                        "before: release",
-                        lambda: before.release(rb, export.jobs, scratch, extra),
-                    ),
-                    rb.Side(
-                        "after",
-                        "after: release",
-                        lambda: after.release(rb, export.jobs, scratch, extra),
-                    ),
-                ],
+                both("release", lambda code: code.release(rb, export.jobs, scratch, extra)),
                 args.release_runs,
             )
             guards += pair_guardrails(
@@ -355,35 +336,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.with_100k:
             big = build_corpus(args.corpus_from, args.work, "trials", args.big_trials)
-            small_stats = run_point(
+            ref = run_point(
                 "big-reference",
                 review,
                 [
                     rb.Side(
-                        "after",
-                        "after: release",
-                        lambda: after.release(rb, review.jobs, scratch),
+                        "after", "after: release", lambda: after.release(rb, review.jobs, scratch)
                     )
                 ],
                 1,
-            )
-            big_stats = run_point(
+            )[0]
+            point = run_point(
                 "big",
                 big,
                 [rb.Side("after", "after: release", lambda: after.release(rb, big.jobs, scratch))],
                 1,
-            )
-            ref, point = small_stats[0], big_stats[0]
-            completed = point.ok == point.runs
+            )[0]
+            completed = point.ok == point.runs and ref.ok == ref.runs
             guards.append(
                 Guardrail(
-                    f"release {args.big_trials:,}: peak RSS / {args.review_trials:,}",
+                    f"after: release {args.big_trials:,} / {args.review_trials:,}: peak RSS",
                     ref.rss_median_mb,
                     point.rss_median_mb,
                     rb.ratio(point.rss_median_mb, ref.rss_median_mb),
                     BIG_RSS_LIMIT,
                     "MB",
-                    None if completed and ref.ok else "the release did not complete",
+                    None if completed else "a release did not complete",
                 )
             )
     except rb.BenchError as exc:

@@ -71,7 +71,8 @@ def test_the_realistic_corpus_is_measured_against_the_read_floor(tmp_path: Path)
 
 
 def test_guardrails_compare_two_checkouts_in_one_run(tmp_path: Path) -> None:
-    """The repository as both the code before and the code after, on tiny corpora it builds."""
+    """The repository as both the code before and the code after, on tiny corpora it builds;
+    the big point is 14 trials against the review's 12."""
     results = tmp_path / "results"
     done = _run(
         GUARDRAILS,
@@ -91,6 +92,9 @@ def test_guardrails_compare_two_checkouts_in_one_run(tmp_path: Path) -> None:
         "1",
         "--release-runs",
         "1",
+        "--with-100k",
+        "--big-trials",
+        "14",
         "--no-warm-up",
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: a ratio over its limit
@@ -102,6 +106,7 @@ def test_guardrails_compare_two_checkouts_in_one_run(tmp_path: Path) -> None:
         "review 12: peak RSS",
         "release 12 exportable: wall",
         "release 12 exportable: peak RSS",
+        "after: release 14 / 12: peak RSS",
     }
     for g in guards.values():
         assert g["verdict"] in ("PASS", "FAIL") and g["problem"] is None
