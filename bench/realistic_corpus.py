@@ -69,16 +69,10 @@ def bench_script(name: str) -> ModuleType:
 
 
 def sample_generator() -> ModuleType:
-    """The sample-data generator: ``bf_sample.generator``, else ``bf_assets.sample.generator``."""
+    """The sample-data generator, ``bf_sample.generator``, of this checkout."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
-    problems = []
-    for name in ("bf_sample.generator", "bf_assets.sample.generator"):
-        try:
-            return importlib.import_module(name)
-        except ImportError as exc:
-            problems.append(f"{name}: {exc}")
-    raise ImportError("no sample generator: " + "; ".join(problems))
+    return importlib.import_module("bf_sample.generator")
 
 
 def generator_parts(gen: ModuleType) -> tuple[Any, Any, tuple[str, ...], dict[str, Any], Any]:
