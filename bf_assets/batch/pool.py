@@ -94,7 +94,7 @@ class WorkerPool(Executor):
         try:
             fut = self._pool.submit(fn, *args, **kwargs)
         except BrokenProcessPool as exc:
-            raise self._explained(exc) from exc
+            raise self._explained(exc) from None  # the stdlib error names no worker
         with self._lock:
             if self._watcher is None:  # the workers are started by the first call
                 self._watcher = threading.Thread(
@@ -108,7 +108,7 @@ class WorkerPool(Executor):
         try:
             return fut.result()
         except BrokenProcessPool as exc:
-            raise self._explained(exc) from exc
+            raise self._explained(exc) from None  # the stdlib error names no worker
 
     def in_order(
         self, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]], *, ahead: int = 2
