@@ -138,7 +138,7 @@ def job_prints(
     if len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
         parts = [_job_prints(jobs, context, trees)]
     else:
-        from bf_assets.batch.run import fork_pool
+        from bf_assets.batch.run import worker_pool
 
         tasks: list[list[list[TrialRef]]] = [[]]
         size = 0
@@ -148,9 +148,9 @@ def job_prints(
                 size = 0
             tasks[-1].append(refs)
             size += len(refs)
-        with fork_pool(os.cpu_count() or 1) as pool:
+        with worker_pool(os.cpu_count() or 1) as pool:
             futures = [pool.submit(_job_prints, task, context, trees) for task in tasks]
-            parts = [f.result() for f in futures]
+            parts = [pool.result(f) for f in futures]
     if book is not None:
         book.extend(recs for _, recs in parts if recs)
     return [jp for prints, _ in parts for jp in prints]

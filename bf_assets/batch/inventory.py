@@ -19,13 +19,14 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import pandas as pd
 
 from bf_assets.batch import run as batch_run
-from bf_assets.batch.run import fork_pool, review_trial, worker_count
+from bf_assets.batch.pool import WorkerPool
+from bf_assets.batch.run import review_trial, worker_count, worker_pool
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.ingest.scan import scan_trial
@@ -59,12 +60,12 @@ def _chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[Pair]:
 class _Batch:
     refs: list[TrialRef]
     options: ReviewOptions
-    pool: Executor
+    pool: WorkerPool
     futures: list[Future[list[Pair]]]
 
     def collect(self) -> list[Pair]:
         try:
-            return [pair for fut in self.futures for pair in fut.result()]
+            return [pair for fut in self.futures for pair in self.pool.result(fut)]
         finally:
             self.pool.shutdown(wait=True)
 
@@ -74,7 +75,7 @@ class _Batch:
 
 def _start(refs: Sequence[TrialRef], opts: ReviewOptions, workers: int) -> _Batch:
     clear_path_cache()
-    pool = fork_pool(workers)
+    pool = worker_pool(workers)
     chunk = batch_run.CHUNK  # read at call time (the review module's batch settings)
     try:
         futures = [

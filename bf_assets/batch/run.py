@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
-import sys
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from bf_assets.batch.lifetime import end_with_parent
 from bf_assets.batch.slimreview import JobPart, SlimReview
 from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
 from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
@@ -35,7 +31,7 @@ from bf_assets.review.record import TrialReview
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
-    from concurrent.futures import Executor, Future
+    from bf_assets.batch.pool import WorkerPool
 
 T = TypeVar("T")
 
@@ -158,59 +154,23 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
     return most if more_to_come else min(most, max(1, n_refs // CHUNK))
 
 
-def fork_pool(workers: int) -> Executor:
-    """The worker pool of a review batch: forked workers where there is ``fork`` (they
-    share the parent's imports), a :class:`bf_assets.batch.forkpool.ForkPool`, which fails
-    its calls with ``WorkerLost`` the moment a worker ends unasked instead of waiting for it
-    for ever; elsewhere a spawning ``ProcessPoolExecutor``.  Its workers are stopped by
-    their parent, never by a signal meant for it (:func:`_worker_start`)."""
-    if sys.platform.startswith("linux"):
-        from bf_assets.batch.forkpool import ForkPool
+def worker_pool(workers: int) -> WorkerPool:
+    """The worker pool of a review batch (:class:`bf_assets.batch.pool.WorkerPool`): forked
+    workers find what each of them reads already loaded (:func:`_preload`)."""
+    from bf_assets.batch.pool import WorkerPool, start_method
 
+    if start_method() == "fork":
         _preload()
-        return ForkPool(workers, initializer=_worker_start, initargs=(os.getpid(),))
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    return ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_worker_start,
-        initargs=(os.getpid(),),
-    )
+    return WorkerPool(workers)
 
 
 def pooled_in_order(
     workers: int, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]], *, ahead: int = 2
 ) -> Iterator[T]:
-    """``fn(*args)`` for each ``args`` of ``calls``, in order, from a :func:`fork_pool` of
-    ``workers``: at most ``ahead`` calls a worker given out ahead of the one awaited
-    (finished results do not pile up), and none given out once the caller stops early (an
-    error, an interrupt), which waits only for those under way."""
-    with fork_pool(workers) as pool:
-        pending: deque[Future[T]] = deque()
-        try:
-            for args in calls:
-                pending.append(pool.submit(fn, *args))
-                if len(pending) >= ahead * workers:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for f in pending:
-                f.cancel()
-
-
-def _worker_start(parent: int) -> None:
-    """In each pool worker, first: SIGINT and SIGTERM are left to the parent, and the worker
-    ends the moment its parent does.  Ctrl-C or ``kill`` reaches a whole process group; a
-    worker it ended while sending a result left the rest of that result unwritten, and the
-    parent's pool waited for it for ever (a release stopped during curation hung so).  The
-    parent, interrupted, stops giving out work and waits for what its workers are doing;
-    killed outright, it takes them along (``SIGKILL``: they ignore ``SIGTERM``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    end_with_parent(parent, signal.SIGKILL)
+    """``fn(*args)`` for each ``args`` of ``calls``, in order, from a :func:`worker_pool` of
+    ``workers`` (:meth:`~bf_assets.batch.pool.WorkerPool.in_order`)."""
+    with worker_pool(workers) as pool:
+        yield from pool.in_order(fn, calls, ahead=ahead)
 
 
 def _preload() -> None:
@@ -266,23 +226,13 @@ def review_refs(
             if progress is not None:
                 progress(i, len(refs), ref)
         return out
-    from concurrent.futures import as_completed
-
-    results: list[Any] = [None] * len(refs)
-    done = 0
-    with fork_pool(workers) as pool:
-        futures = {
-            pool.submit(_review_chunk, refs[i : i + CHUNK], opts): i
-            for i in range(0, len(refs), CHUNK)
-        }
-        for fut in as_completed(futures):
-            start = futures.pop(fut)  # a finished future holds its result: let it go
-            items = fut.result()
-            results[start : start + len(items)] = items
-            done += len(items)
-            if progress is not None:
-                progress(done, len(refs), refs[start + len(items) - 1])
-    return results
+    out = []
+    calls = ((refs[i : i + CHUNK], opts) for i in range(0, len(refs), CHUNK))
+    for items in pooled_in_order(workers, _review_chunk, calls, ahead=IN_FLIGHT):
+        out.extend(items)
+        if progress is not None:
+            progress(len(out), len(refs), refs[len(out) - 1])
+    return out
 
 
 def review_roots(
@@ -424,7 +374,7 @@ class _WalkReview:
         from concurrent.futures import FIRST_COMPLETED, as_completed, wait
 
         pending: dict[Any, int] = {}
-        with fork_pool(workers) as pool:
+        with worker_pool(workers) as pool:
             sent = 0
 
             def send(upto: int) -> None:
@@ -438,15 +388,15 @@ class _WalkReview:
                 self._found(item)
                 if len(self.walked) - sent >= CHUNK:
                     send(len(self.walked))
-                    self._collect(pending, [f for f in pending if f.done()])
+                    self._collect(pool, pending, [f for f in pending if f.done()])
                     while len(pending) >= IN_FLIGHT * workers:  # the walk waits for the
                         done, _ = wait(list(pending), return_when=FIRST_COMPLETED)  # workers
-                        self._collect(pending, done)
+                        self._collect(pool, pending, done)
             send(len(self.walked))
-            self._collect(pending, as_completed(list(pending)))
+            self._collect(pool, pending, as_completed(list(pending)))
 
-    def _collect(self, pending: dict[Any, int], ready: Iterable[Any]) -> None:
+    def _collect(self, pool: WorkerPool, pending: dict[Any, int], ready: Iterable[Any]) -> None:
         for fut in ready:
             start = pending.pop(fut)  # a finished future holds its result: let it go
-            for k, item in enumerate(fut.result()):
+            for k, item in enumerate(pool.result(fut)):
                 self.keep(start + k, item)
