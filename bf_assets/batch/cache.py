@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bf_assets.files import write_atomic
 from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context, stat_state
 
 if TYPE_CHECKING:
@@ -171,10 +171,6 @@ class ReviewCache:
             return  # not writable as JSON: not cached (the review itself is reported)
         path = self._path(fp)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)  # atomic: a reader never sees half an entry
+            write_atomic(path, data, mode=0o600)  # a reader never sees half an entry
         except OSError:
             return  # a cache that cannot be written only costs time

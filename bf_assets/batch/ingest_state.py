@@ -39,6 +39,7 @@ from pathlib import Path
 import orjson
 
 from bf_assets.batch.cache import code_digest, trial_fingerprint
+from bf_assets.files import write_atomic
 from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_tree
 from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
 from bf_assets.ingest.treebook import records, write_book
@@ -253,16 +254,11 @@ class IngestState:
         if keep is not None:
             self._entries = {k: v for k, v in self._entries.items() if k in keep}
         path = self.folder / STATE_FILE
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         doc = {"format": FORMAT, "context": self.context, "partitions": self._entries}
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(orjson.dumps(doc))
-            os.replace(tmp, path)
+            write_atomic(path, orjson.dumps(doc))
             return True
         except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             with contextlib.suppress(OSError):
                 path.unlink()
             return False

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from bf_assets.batch.cache import code_digest, link_target_state, tree_digest
+from bf_assets.files import write_atomic
 from bf_assets.ingest.forked import start_forked
 
 FORMAT = 1
@@ -200,10 +201,7 @@ class RunCache:
             self.dir.mkdir(parents=True, exist_ok=True)
             os.replace(output_file, self._blob)
             meta = {"format": FORMAT, "state": state, "sha256": h.hexdigest(), "exit": exit_code}
-            fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(orjson.dumps(meta))
-            os.replace(tmp, self._meta)
+            write_atomic(self._meta, orjson.dumps(meta), mode=0o600)
         except OSError:
             return
 

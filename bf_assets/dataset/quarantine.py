@@ -47,6 +47,7 @@ from bf_assets.dataset.inputlimits import (
     quarantine_values,
     shown,
 )
+from bf_assets.files import write_atomic
 from bf_assets.findings import Finding
 from bf_assets.review.record import TrialReview
 
@@ -382,7 +383,6 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
     lock on the directory so two appends never lose one)."""
     import fcntl
     import json
-    import tempfile
 
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
@@ -428,17 +428,7 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
                 "list ('- trial: ...' entries at the left margin)"
             )
         mode = p.stat().st_mode & 0o777 if p.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new_text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(p, new_text.encode("utf-8"), mode=mode, fsync=True)
         return parsed
     finally:
         os.close(lock)

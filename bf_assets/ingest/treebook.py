@@ -56,7 +56,7 @@ def _sorted(data: bytes) -> bytes:
 def write_book(path: Path, chunks: Iterable[bytes]) -> None:
     """Write the records in key order, atomically, readable by this user only; the folder is
     made when missing."""
-    from bf_assets.dataset.reportfiles import write_atomic
+    from bf_assets.files import write_atomic
 
     write_atomic(path, _sorted(b"".join(chunks)), mode=0o600)
 

@@ -219,8 +219,10 @@ class LocalFolderTarget:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def _swap(self, final: Path) -> Path | None:
-        """Point ``--out`` at ``final``; return the directory it showed before."""
+    def _switch_link(self, final: Path) -> Path | None:
+        """Point ``--out`` at the release directory ``final`` (a new link renamed over the
+        old one: a switch of directories, not a file write); return the directory it showed
+        before."""
         link = self.path.parent / f".{self.path.name}.link-{uuid.uuid4().hex}"
         os.symlink(os.path.relpath(final, self.path.parent), link)
         try:
@@ -291,7 +293,7 @@ class StagedRelease:
         t = self.target
         if self.final is not None:
             try:
-                previous = t._swap(self.final)
+                previous = t._switch_link(self.final)
             except OSError as exc:
                 raise t._error(exc, "switch") from None
             self.switched = True
