@@ -1,18 +1,21 @@
-"""Files written whole or not at all.
+"""Files written whole or not at all, and exclusive locks on a lock file.
 
 :func:`write_atomic` and :func:`atomic_writer` write through a unique temporary file beside
 the target and one ``rename(2)``: a reader sees the old file or the new one, never half of
-one, and a failed write leaves the old file and no temporary file.
+one, and a failed write leaves the old file and no temporary file.  :func:`exclusive_lock`
+holds a :class:`filelock.FileLock`, calling ``on_busy`` before it waits for another holder.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from filelock import FileLock, Timeout
 
 BIG_BUFFER = 1 << 20  # for a file written in many small chunks
 
@@ -66,3 +69,25 @@ def write_atomic(
             return fh.write(data)
     with atomic_writer(path, mode=mode, fsync=fsync, buffering=BIG_BUFFER) as fh:
         return sum(fh.write(chunk) for chunk in data)
+
+
+@contextmanager
+def exclusive_lock(
+    path: str | os.PathLike[str], *, on_busy: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """Hold an exclusive lock on the lock file ``path`` (made, with its folder, when
+    missing) for the block.  When another process holds it, ``on_busy`` is called, then the
+    lock is waited for."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_busy is not None:
+            on_busy()
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()

@@ -47,7 +47,7 @@ from bf_assets.dataset.inputlimits import (
     quarantine_values,
     shown,
 )
-from bf_assets.files import write_atomic
+from bf_assets.files import exclusive_lock, write_atomic
 from bf_assets.findings import Finding
 from bf_assets.review.record import TrialReview
 
@@ -379,17 +379,14 @@ def _entry_yaml(entry: QuarantineEntry) -> str:
 def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[QuarantineEntry]:
     """Append ``entry`` to the quarantine file (created when absent) and return every entry
     of the new file.  The old text is kept as it is; the new file is checked to parse to the
-    old entries plus this one before it replaces the old one (temp file + rename, under a
-    lock on the directory so two appends never lose one)."""
-    import fcntl
+    old entries plus this one before it replaces the old one (one atomic write, under a
+    lock on ``.<name>.lock`` beside it so two appends never lose one)."""
     import json
 
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
-    lock = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(folder / f".{p.name}.lock"):
         exists = p.exists()
         old = load_quarantine(p) if exists else []  # within the limits, before the text
         old_text = p.read_text(encoding="utf-8") if exists else None
@@ -430,5 +427,3 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
         mode = p.stat().st_mode & 0o777 if p.exists() else 0o644
         write_atomic(p, new_text.encode("utf-8"), mode=mode, fsync=True)
         return parsed
-    finally:
-        os.close(lock)
