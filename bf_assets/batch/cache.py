@@ -1,6 +1,7 @@
 """A review cache keyed by trial fingerprints: an unchanged trial is not read again.
 
-A fingerprint covers every file of the trial directory (relative path, size, mtime, ctime
+A key is the trial's fingerprint (:func:`bf_assets.ingest.discovery.trial_fingerprint`)
+under the review's context.  The fingerprint covers every file of the trial directory (relative path, size, mtime, ctime
 and inode, from one ``stat`` each: ``ctime`` moves on every write and cannot be set back by
 a user, so a rewritten file is caught even when its mtime was restored), the trial's place
 in the run root, the review options, the task tree the audits read, and the source of the
@@ -74,17 +75,6 @@ def link_target_state(path: str) -> str:
         return "dangling"
 
 
-def trial_fingerprint(ref: TrialRef, context: str, tree: str | None = None) -> str | None:
-    """Fingerprint of a trial and everything its review depends on (``context``): the stat
-    digest of every file of the trial (:func:`bf_assets.ingest.discovery.trial_tree`;
-    ``tree``, when already taken) under ``context``; None when the trial has none."""
-    if tree is None:
-        from bf_assets.ingest.discovery import trial_tree
-
-        tree = trial_tree(ref)
-    return None if tree is None else in_context(context, tree)
-
-
 class ReviewCache:
     def __init__(self, directory: str | os.PathLike[str], context: str) -> None:
         self.dir = Path(directory)
@@ -96,7 +86,11 @@ class ReviewCache:
         return self.dir / fp[:2] / f"{fp}.json"
 
     def key(self, ref: TrialRef) -> str | None:
-        return trial_fingerprint(ref, self.context)
+        """The trial's fingerprint under the review's context; None when it has none."""
+        from bf_assets.ingest.discovery import trial_fingerprint
+
+        fp = trial_fingerprint(ref)
+        return None if fp is None else in_context(self.context, fp)
 
     def get(self, ref: TrialRef, fp: str | None) -> Any:
         from bf_assets.findings import Finding

@@ -29,13 +29,14 @@ from pathlib import Path
 
 import orjson
 
-from bf_assets.batch.cache import code_digest, trial_fingerprint
+from bf_assets.batch.cache import code_digest
 from bf_assets.batch.run import pooled_in_order
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
 from bf_assets.files import write_atomic
 from bf_assets.ingest.treebook import TreeBook
+from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -290,9 +291,12 @@ def _page_digest(inp: PageInput, *, clean: bool, code: str, tree: str | None) ->
     """Everything a page is made of (``tree``: the trial's tree digest, when already
     taken); ``None`` when the trial's files cannot be read (then the page is always
     rendered)."""
-    files = trial_fingerprint(inp.review.ref, "pages", tree)
-    if files is None:
+    from bf_assets.ingest.discovery import trial_fingerprint
+
+    fp = tree if tree is not None else trial_fingerprint(inp.review.ref)
+    if fp is None:
         return None
+    files = in_context("pages", fp)
     h = hashlib.sha256(f"{code}\0{clean}\0{files}\0".encode())
     h.update(orjson.dumps(inp.review.to_json(), option=orjson.OPT_SORT_KEYS, default=str))
     h.update(orjson.dumps(inp.decision.to_dict() if inp.decision else None, default=str))
