@@ -76,7 +76,7 @@ def test_editing_a_skill_behind_a_linked_directory_is_a_miss(
     assert again.to_json() == fresh.to_json() != first.to_json()
 
 
-def test_the_run_cache_misses_after_an_edit_behind_a_linked_skill(
+def test_a_cached_cli_review_misses_after_an_edit_behind_a_linked_skill(
     trial: Trial,
     tmp_path: Path,
     linked_tasks: tuple[Path, Path],

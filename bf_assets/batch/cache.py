@@ -1,15 +1,16 @@
-"""A review cache keyed by trial fingerprints: an unchanged trial is not read again.
+"""The review cache, keyed by trial fingerprints: an unchanged trial is not read again.
 
 A key is the trial's fingerprint (:func:`bf_assets.ingest.discovery.trial_fingerprint`)
-under the review's context.  The fingerprint covers every file of the trial directory (relative path, size, mtime, ctime
-and inode, from one ``stat`` each: ``ctime`` moves on every write and cannot be set back by
-a user, so a rewritten file is caught even when its mtime was restored), the trial's place
-in the run root, the review options, the task tree the audits read, and the source of the
-review code itself.  Any change to one of them is a miss.  Directory links are followed to
-what they point at (a linked ``trajectory/`` inside the run root, a linked skill directory
-of the task tree), each real directory once (a link cycle ends there); a link the readers
-would not follow (out of the run root) counts by its target and the target's own stat.
-Entries are JSON (never pickle): a cache directory shared between users cannot run code.
+under the review's context.  The fingerprint covers every file of the trial directory
+(relative path, size, mtime, ctime and inode, from one ``stat`` each: ``ctime`` moves on
+every write and cannot be set back by a user, so a rewritten file is caught even when its
+mtime was restored) and the trial's place in the run root; the context, the review options,
+the task tree the audits read, and the source of the review code itself.  Any change to one
+of them is a miss.  Directory links are followed to what they point at (a linked
+``trajectory/`` inside the run root, a linked skill directory of the task tree), each real
+directory once (a link cycle ends there); a link the readers would not follow (out of the
+run root) counts by its target and the target's own stat.  Entries are JSON (never
+pickle): a cache directory shared between users cannot run code.
 """
 
 from __future__ import annotations
@@ -23,13 +24,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from bf_assets.files import write_atomic
-from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context, stat_state
+from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context
 
 if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
-
-# Kept light on purpose: ``bf-assets review --cache-dir`` consults the run-level entry
-# (bf_assets.batch.runcache) before importing any review code.
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole bf_assets package
 FORMAT = 2  # 2: directory links followed, file names escaped
@@ -65,14 +63,6 @@ def _tree_digest(path: str | None, generation: int) -> str:
     except TreeTooBig:
         return "uncacheable " + os.urandom(16).hex()
     return h.hexdigest()
-
-
-def link_target_state(path: str) -> str:
-    """What a link leads to: the target's own stat, so a rewritten target is a miss too."""
-    try:
-        return stat_state(os.stat(path))
-    except OSError:
-        return "dangling"
 
 
 class ReviewCache:
