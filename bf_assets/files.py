@@ -43,8 +43,8 @@ def atomic_writer(
     path = Path(path)
     fd, tmp = _temp_beside(path)
     try:
-        os.fchmod(fd, mode)  # whatever the umask (mkstemp makes 0600)
         with os.fdopen(fd, "wb", buffering=buffering) as fh:
+            os.fchmod(fd, mode)  # whatever the umask (mkstemp makes 0600)
             yield fh
             if fsync:
                 fh.flush()
