@@ -297,20 +297,21 @@ def test_a_file_anywhere_in_the_trial_changes_the_job_fingerprint(trial: Trial) 
 def test_a_trial_too_big_to_digest_falls_back_to_its_inventory(
     trial: Trial, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past ``MAX_TREE_ENTRIES`` entries the whole-tree digest gives up (never a cache or
+    """Past ``MAX_TREE_ENTRIES`` entries the trial has no fingerprint (never a cache or
     ingest-state hit); the sensor then compares the trial by its inventory files, which is
     stable while nothing changes and still moves when the result does."""
     from bf_assets.ingest import treeprint
-    from bf_assets.ingest.discovery import discover_trials, trial_fingerprint, trial_tree
+    from bf_assets.ingest.discovery import discover_trials, group_jobs, trial_fingerprint
 
     (ref,) = discover_trials([trial.root])
-    assert trial_tree(ref) is not None
+    fingerprinted = group_jobs([ref])
+    assert trial_fingerprint(ref) is not None
     monkeypatch.setattr(treeprint, "MAX_TREE_ENTRIES", 3)
-    assert trial_tree(ref) is None
-    first = trial_fingerprint(ref)
-    assert first.startswith("inventory ") and trial_fingerprint(ref) == first
+    assert trial_fingerprint(ref) is None
+    first = group_jobs([ref])
+    assert first == group_jobs([ref]) == group_jobs([ref], {ref.path: None}) != fingerprinted
     trial.write_text("result.json", '{"reward": 0.5}')
-    assert trial_fingerprint(ref) != first
+    assert group_jobs([ref]) != first
 
 
 def test_a_nested_trial_is_not_part_of_its_parents_tree(trial: Trial, tmp_path: Path) -> None:
@@ -318,17 +319,17 @@ def test_a_nested_trial_is_not_part_of_its_parents_tree(trial: Trial, tmp_path: 
     trial of its own: its files change its own digest, not the parent's."""
     import shutil
 
-    from bf_assets.ingest.discovery import discover_trials, trial_tree
+    from bf_assets.ingest.discovery import discover_trials, trial_fingerprint
 
     made = build_trial(tmp_path / "other", rollout_id="cccc0000")
     shutil.move(made.path, trial.path / "trial-01")  # a trial inside the trial
     refs = {r.rel_path: r for r in discover_trials([trial.root])}
     assert len(refs) == 2
     outer, inner = sorted(refs.values(), key=lambda r: len(r.rel_path))
-    before = trial_tree(outer), trial_tree(inner)
+    before = trial_fingerprint(outer), trial_fingerprint(inner)
     Path(inner.path, "timing.json").write_text('{"total": 2.0}')
-    assert trial_tree(outer) == before[0]
-    assert trial_tree(inner) != before[1]
+    assert trial_fingerprint(outer) == before[0]
+    assert trial_fingerprint(inner) != before[1]
 
 
 def test_job_fingerprints_from_fingerprints_already_taken(runs_root: Path) -> None:

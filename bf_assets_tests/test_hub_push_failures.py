@@ -320,7 +320,7 @@ def test_a_local_switch_failure_after_the_push_names_what_moved(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     with monkeypatch.context() as m, pytest.raises(ReleasePublishError) as err:
-        m.setattr(LocalFolderTarget, "_swap", full_disk)
+        m.setattr(LocalFolderTarget, "_switch_link", full_disk)
         t.publish(two.path, two.tag)
     main, tags = main_and_tags(hub)
     assert tags == {one.tag: before, two.tag: main} and main != before

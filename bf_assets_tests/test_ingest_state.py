@@ -13,7 +13,6 @@ import orjson
 import pytest
 
 from bf_assets.batch import ingest_state
-from bf_assets.batch.cache import trial_fingerprint
 from bf_assets.batch.ingest_state import (
     INGEST_TABLES,
     STATE_FILE,
@@ -24,7 +23,8 @@ from bf_assets.batch.ingest_state import (
     plan_ingest,
     table_file,
 )
-from bf_assets.ingest.discovery import discover_jobs, discover_trials
+from bf_assets.ingest.discovery import discover_jobs, discover_trials, trial_fingerprint
+from bf_assets.ingest.treeprint import in_context
 from bf_sample.generator import generate_corpus
 
 
@@ -171,7 +171,7 @@ def test_a_tampered_entry_is_not_trusted(tmp_path: Path, corpus: Path) -> None:
 def test_contents_and_fingerprints(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     trials = discover_trials([corpus])
     ctx = ingest_context("ctx")
-    fps = [trial_fingerprint(t, ctx) for t in trials]
+    fps = [fp and in_context(ctx, fp) for fp in map(trial_fingerprint, trials)]
     contents = job_contents(trials, fps)
     assert len(set(contents.values())) == 3 and None not in contents.values()
     watched = {j.key: j.fingerprint for j in discover_jobs([corpus])}

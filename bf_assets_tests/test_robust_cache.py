@@ -14,6 +14,7 @@ from trialkit import LLM_FILE, Trial, healthy_spec
 from bf_assets.batch import cache
 from bf_assets.batch.run import review_trial
 from bf_assets.cli import main as cli
+from bf_assets.ingest.discovery import trial_fingerprint
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.review.options import ReviewOptions
 
@@ -75,7 +76,7 @@ def test_editing_a_skill_behind_a_linked_directory_is_a_miss(
     assert again.to_json() == fresh.to_json() != first.to_json()
 
 
-def test_the_run_cache_misses_after_an_edit_behind_a_linked_skill(
+def test_a_cached_cli_review_misses_after_an_edit_behind_a_linked_skill(
     trial: Trial,
     tmp_path: Path,
     linked_tasks: tuple[Path, Path],
@@ -124,8 +125,8 @@ def test_link_cycles_end_and_fingerprints_stay_stable(
     skills = tasks / TASK / "environment" / "skills"
     (skills / "writer" / "again").symlink_to(skills, target_is_directory=True)
     (tasks / "self").symlink_to(tasks, target_is_directory=True)
-    a = cache.trial_fingerprint(trial.ref(), "ctx")
-    assert a is not None and a == cache.trial_fingerprint(trial.ref(), "ctx")
+    a = trial_fingerprint(trial.ref())
+    assert a is not None and a == trial_fingerprint(trial.ref())
     clear_path_cache()
     t1 = cache.tree_digest(str(tasks))
     clear_path_cache()
@@ -142,12 +143,12 @@ def test_a_link_out_of_the_run_root_counts_by_its_target_not_its_content(
     outside.mkdir()
     (outside / "f.txt").write_text("one")
     (trial.path / "artifacts" / "out").symlink_to(outside, target_is_directory=True)
-    a = cache.trial_fingerprint(trial.ref(), "ctx")
+    a = trial_fingerprint(trial.ref())
     (outside / "f.txt").write_text("two")  # never read by the review: no need to miss
-    assert cache.trial_fingerprint(trial.ref(), "ctx") == a
+    assert trial_fingerprint(trial.ref()) == a
     (trial.path / "artifacts" / "out").unlink()
     (trial.path / "artifacts" / "out").symlink_to(tmp_path, target_is_directory=True)
-    assert cache.trial_fingerprint(trial.ref(), "ctx") != a  # another target
+    assert trial_fingerprint(trial.ref()) != a  # another target
 
 
 def test_a_bad_name_trial_is_cached_like_any_other(tmp_path: Path, scans: list[int]) -> None:

@@ -12,7 +12,7 @@ from trialkit import healthy_spec
 
 from bf_assets.batch.ingest_state import plan_ingest
 from bf_assets.ingest import discovery
-from bf_assets.ingest.discovery import discover_trials, trial_tree
+from bf_assets.ingest.discovery import discover_trials, trial_fingerprint
 from bf_assets.ingest.treebook import RECORD, TreeBook, records, write_book
 from bf_assets.pages import site
 
@@ -32,7 +32,7 @@ def test_the_plan_writes_every_trials_tree_digest(runs_root: Path, tmp_path: Pat
     book = TreeBook.read(book_path)
     assert len(book) == len(trials) == 5
     for t in trials:
-        assert book.get(t) == trial_tree(t)
+        assert book.get(t) == trial_fingerprint(t)
     # without a book path nothing is written
     plan_ingest(tmp_path / "wh", trials, "ctx")
     assert [p.name for p in book_path.parent.iterdir()] == [".trial-trees.bin"]
@@ -44,7 +44,7 @@ def test_a_bad_or_missing_book_is_empty(runs_root: Path, tmp_path: Path) -> None
     assert len(TreeBook.read(None)) == 0
     assert len(TreeBook.read(tmp_path / "absent")) == 0
     torn = tmp_path / "torn"
-    torn.write_bytes(records([(ref, trial_tree(ref))])[:-1])
+    torn.write_bytes(records([(ref, trial_fingerprint(ref))])[:-1])
     assert TreeBook.read(torn).get(ref) is None
     with pytest.raises(ValueError):
         TreeBook(b"x" * (RECORD + 1))
@@ -59,11 +59,11 @@ def test_pages_take_the_digests_from_the_book_and_match_a_walk(
     healthy_spec(task="other-task", rollout_id="bbbb0002").write(runs_root)
     trials = discover_trials([str(runs_root)])
     book_path = tmp_path / "book.bin"
-    write_book(book_path, [records((t, trial_tree(t)) for t in trials)])
+    write_book(book_path, [records((t, trial_fingerprint(t)) for t in trials)])
     ds = review_dataset(runs_root)
     walked = site.write_pages(ds, tmp_path / "walked")
     with monkeypatch.context() as m:
-        m.setattr(discovery, "trial_tree", _no_walk)
+        m.setattr(discovery, "trial_fingerprint", _no_walk)
         booked = site.write_pages(ds, tmp_path / "booked", trees=TreeBook.read(book_path))
     assert booked.n_pages == walked.n_pages == 2
     state = site.STATE_FILE
@@ -87,7 +87,7 @@ def test_the_book_is_searched_in_key_order_whatever_order_it_was_written_in(
     for i in range(9):
         healthy_spec(task=f"task-{i % 3}", rollout_id=f"k{i:07d}").write(runs_root)
     trials = discover_trials([str(runs_root)])
-    recs = [records([(t, trial_tree(t))]) for t in trials]
+    recs = [records([(t, trial_fingerprint(t))]) for t in trials]
     written = tmp_path / "book.bin"
     write_book(written, reversed(recs))
     data = written.read_bytes()
@@ -95,7 +95,7 @@ def test_the_book_is_searched_in_key_order_whatever_order_it_was_written_in(
     assert keys == sorted(keys)  # the writer puts the records in key order
     for book in (TreeBook.read(written), TreeBook(b"".join(reversed(recs)))):
         assert len(book) == 9
-        assert [book.get(t) for t in trials] == [trial_tree(t) for t in trials]
+        assert [book.get(t) for t in trials] == [trial_fingerprint(t) for t in trials]
     # a trial the book has no record of is walked
     healthy_spec(task="late", rollout_id="late0001").write(runs_root)
     (late,) = [t for t in discover_trials([str(runs_root)]) if t not in trials]

@@ -258,13 +258,15 @@ def test_key_line_finds_keys_in_nested_objects_arrays_and_tricky_strings() -> No
 
 
 def test_a_new_job_review_report_changes_the_trials_cache_digest(tmp_path: Path) -> None:
-    from bf_assets.ingest.discovery import trial_tree
+    from bf_assets.ingest.discovery import trial_fingerprint
 
     t = healthy_spec().write(tmp_path)
     (ref,) = discover([tmp_path]).trials
-    before = trial_tree(ref)
+    before = trial_fingerprint(ref)
     checks = {"reward_hacking": {"outcome": "fail", "explanation": "x"}}
     (t.path.parent / "review_report.json").write_text(
         json.dumps(review_report(t.path.name, checks))
     )
-    assert trial_tree(ref) != before  # a cached review is not reused: the report is read anew
+    assert (
+        trial_fingerprint(ref) != before
+    )  # a cached review is not reused: the report is read anew

@@ -1,34 +1,33 @@
-"""A review cache keyed by trial fingerprints: an unchanged trial is not read again.
+"""The review cache, keyed by trial fingerprints: an unchanged trial is not read again.
 
-A fingerprint covers every file of the trial directory (relative path, size, mtime, ctime
-and inode, from one ``stat`` each: ``ctime`` moves on every write and cannot be set back by
-a user, so a rewritten file is caught even when its mtime was restored), the trial's place
-in the run root, the review options, the task tree the audits read, and the source of the
-review code itself.  Any change to one of them is a miss.  Directory links are followed to
-what they point at (a linked ``trajectory/`` inside the run root, a linked skill directory
-of the task tree), each real directory once (a link cycle ends there); a link the readers
-would not follow (out of the run root) counts by its target and the target's own stat.
-Entries are JSON (never pickle): a cache directory shared between users cannot run code.
+A key is the trial's fingerprint (:func:`bf_assets.ingest.discovery.trial_fingerprint`)
+under the review's context.  The fingerprint covers every file of the trial directory
+(relative path, size, mtime, ctime and inode, from one ``stat`` each: ``ctime`` moves on
+every write and cannot be set back by a user, so a rewritten file is caught even when its
+mtime was restored) and the trial's place in the run root; the context, the review options,
+the task tree the audits read, and the source of the review code itself.  Any change to one
+of them is a miss.  Directory links are followed to what they point at (a linked
+``trajectory/`` inside the run root, a linked skill directory of the task tree), each real
+directory once (a link cycle ends there); a link the readers would not follow (out of the
+run root) counts by its target and the target's own stat.  Entries are JSON (never
+pickle): a cache directory shared between users cannot run code.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context, stat_state
+from bf_assets.files import write_atomic
+from bf_assets.ingest.treeprint import TreeTooBig, digest_tree, in_context
 
 if TYPE_CHECKING:
     from bf_assets.ingest.discovery import TrialRef
-
-# Kept light on purpose: ``bf-assets review --cache-dir`` consults the run-level entry
-# (bf_assets.batch.runcache) before importing any review code.
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the whole bf_assets package
 FORMAT = 2  # 2: directory links followed, file names escaped
@@ -66,25 +65,6 @@ def _tree_digest(path: str | None, generation: int) -> str:
     return h.hexdigest()
 
 
-def link_target_state(path: str) -> str:
-    """What a link leads to: the target's own stat, so a rewritten target is a miss too."""
-    try:
-        return stat_state(os.stat(path))
-    except OSError:
-        return "dangling"
-
-
-def trial_fingerprint(ref: TrialRef, context: str, tree: str | None = None) -> str | None:
-    """Fingerprint of a trial and everything its review depends on (``context``): the stat
-    digest of every file of the trial (:func:`bf_assets.ingest.discovery.trial_tree`;
-    ``tree``, when already taken) under ``context``; None when the trial has none."""
-    if tree is None:
-        from bf_assets.ingest.discovery import trial_tree
-
-        tree = trial_tree(ref)
-    return None if tree is None else in_context(context, tree)
-
-
 class ReviewCache:
     def __init__(self, directory: str | os.PathLike[str], context: str) -> None:
         self.dir = Path(directory)
@@ -96,7 +76,11 @@ class ReviewCache:
         return self.dir / fp[:2] / f"{fp}.json"
 
     def key(self, ref: TrialRef) -> str | None:
-        return trial_fingerprint(ref, self.context)
+        """The trial's fingerprint under the review's context; None when it has none."""
+        from bf_assets.ingest.discovery import trial_fingerprint
+
+        fp = trial_fingerprint(ref)
+        return None if fp is None else in_context(self.context, fp)
 
     def get(self, ref: TrialRef, fp: str | None) -> Any:
         from bf_assets.findings import Finding
@@ -171,10 +155,6 @@ class ReviewCache:
             return  # not writable as JSON: not cached (the review itself is reported)
         path = self._path(fp)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)  # atomic: a reader never sees half an entry
+            write_atomic(path, data, mode=0o600)  # a reader never sees half an entry
         except OSError:
             return  # a cache that cannot be written only costs time

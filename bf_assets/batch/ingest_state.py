@@ -10,10 +10,10 @@ both still hold:
 
 * its **content**: the sorted trials of the job directory, each with its review-cache
   fingerprint (every file's path, size, mtime, ctime and inode, through the links the readers
-  follow; :func:`bf_assets.batch.cache.trial_fingerprint`), under a context that holds the
+  follow; :func:`bf_assets.ingest.discovery.trial_fingerprint`), under a context that holds the
   source of the whole package, the review options and the task tree's state.  The
   fingerprints are taken before the trials are read, so an edit during the read is a change
-  next time; one walk of each trial gives this fingerprint and the sensor's.  A trial
+  next time; the sensor compares job directories by the same fingerprints.  A trial
   without a fingerprint (unlistable, too many files) makes its partition
   always read;
 * its **tables**: size, mtime, ctime and inode of each of the five files, as they were just
@@ -38,10 +38,11 @@ from pathlib import Path
 
 import orjson
 
-from bf_assets.batch.cache import code_digest, trial_fingerprint
-from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_tree
-from bf_assets.ingest.discovery import trial_fingerprint as watch_fingerprint
+from bf_assets.batch.cache import code_digest
+from bf_assets.files import write_atomic
+from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_fingerprint
 from bf_assets.ingest.treebook import records, write_book
+from bf_assets.ingest.treeprint import in_context
 
 log = logging.getLogger("bf_assets.ingest")
 
@@ -88,17 +89,16 @@ def ingest_context(review_context: str) -> str:
     return hashlib.sha256(f"ingest\0{code_digest()}\0{review_context}".encode()).hexdigest()
 
 
-# (review-cache fingerprint, the sensor's trial fingerprint, the tree digest)
-Prints = tuple[str | None, str, str | None]
+# (the trial's fingerprint, that fingerprint under the ingest context)
+Prints = tuple[str | None, str | None]
 
 
 def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
-    """Both fingerprints of each trial and its tree digest, from one walk of its tree."""
+    """Each trial's fingerprint, and the fingerprint under ``context`` (its content key)."""
     out: list[Prints] = []
     for r in refs:
-        tree = trial_tree(r)
-        fp = trial_fingerprint(r, context, tree) if context is not None and tree else None
-        out.append((fp, watch_fingerprint(r, tree), tree))
+        fp = trial_fingerprint(r)
+        out.append((fp, in_context(context, fp) if context is not None and fp else None))
     return out
 
 
@@ -112,12 +112,12 @@ def _job_prints(
     book = bytearray()
     for refs in jobs:
         prints = _fingerprints(refs, context)
-        (content,) = job_contents(refs, (fp for fp, _, _ in prints)).values()
-        watched = {t.path: w for t, (_, w, _) in zip(refs, prints, strict=True)}
-        (job,) = group_jobs(refs, watched)
+        (content,) = job_contents(refs, (key for _, key in prints)).values()
+        taken = {t.path: fp for t, (fp, _) in zip(refs, prints, strict=True)}
+        (job,) = group_jobs(refs, taken)
         out.append((job.key, content, job.fingerprint))
         if trees:
-            book += records(zip(refs, (tree for _, _, tree in prints), strict=True))
+            book += records(zip(refs, (fp for fp, _ in prints), strict=True))
     return out, bytes(book)
 
 
@@ -253,16 +253,11 @@ class IngestState:
         if keep is not None:
             self._entries = {k: v for k, v in self._entries.items() if k in keep}
         path = self.folder / STATE_FILE
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         doc = {"format": FORMAT, "context": self.context, "partitions": self._entries}
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            tmp.write_bytes(orjson.dumps(doc))
-            os.replace(tmp, path)
+            write_atomic(path, orjson.dumps(doc))
             return True
         except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             with contextlib.suppress(OSError):
                 path.unlink()
             return False

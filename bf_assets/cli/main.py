@@ -26,7 +26,6 @@ import orjson
 
 if TYPE_CHECKING:  # the review code is imported only when a review actually runs
     from bf_assets.batch.run import ReviewReport
-    from bf_assets.batch.runcache import RunCache
     from bf_assets.ingest.discovery import TrialRef
 
 EXIT_OK, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
@@ -270,16 +269,8 @@ def _review(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise _UsageError("--workers must be at least 1")
     _check_input_files(args)
-    run_cache = _run_cache(args) if args.cache_dir else None
-    state = run_cache.state() if run_cache else None
-    if run_cache is not None:
-        hit = run_cache.lookup(state)
-        if hit is not None:  # nothing under the roots changed: the stored output, as is
-            sys.stdout.buffer.write(hit.output)
-            sys.stdout.flush()
-            if not args.tasks:
-                _warn_no_task_tree()
-            return hit.exit_code
+    if args.cache_dir:
+        _check_cache_dir(Path(args.cache_dir))
     from bf_assets.batch.run import review_roots
     from bf_assets.review.options import ReviewOptions
 
@@ -299,7 +290,7 @@ def _review(args: argparse.Namespace) -> int:
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
     try:
-        code = _print_review(args, report, run_cache, state)
+        code = _print_review(args, report)
     finally:
         report.close()
     if not args.tasks:  # after the work: an error is the only line it prints
@@ -307,48 +298,31 @@ def _review(args: argparse.Namespace) -> int:
     return code
 
 
-def _print_review(
-    args: argparse.Namespace, report: ReviewReport, run_cache: RunCache | None, state: str | None
-) -> int:
-    code = EXIT_OK if report.all_publishable() else EXIT_UNHEALTHY
-    spool = run_cache.spool() if run_cache else None
+def _check_cache_dir(folder: Path) -> None:
+    """A cache folder on a full disk is an error (one line, exit 2) before the review
+    starts; one that cannot be written for another reason is left unused (a cache that
+    cannot be written only costs time)."""
+    import tempfile
+
     try:
-        out: BinaryIO = sys.stdout.buffer
-        tee = None
-        if spool is not None:  # the run cache keeps a copy of what is printed
-            from bf_assets.batch.runcache import Tee
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder) as fh:
+            fh.write(bytes(4096))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
 
-            tee = Tee(out, spool)
-            out = tee  # type: ignore[assignment]
-        if args.json:
-            _write_json(report, out)
-        else:
-            _table(report, out)
-        sys.stdout.flush()
-        if tee is not None and tee.spool is not None:
-            spool.close()
-            run_cache.store(state, spool.name, code)  # type: ignore[union-attr]
-    finally:
-        if spool is not None:
-            spool.close()
-            with contextlib.suppress(OSError):
-                os.unlink(spool.name)
+
+def _print_review(args: argparse.Namespace, report: ReviewReport) -> int:
+    code = EXIT_OK if report.all_publishable() else EXIT_UNHEALTHY
+    if args.json:
+        _write_json(report, sys.stdout.buffer)
+    else:
+        _table(report, sys.stdout.buffer)
+    sys.stdout.flush()
     return code
-
-
-def _run_cache(args: argparse.Namespace) -> RunCache:
-    from bf_assets.batch.runcache import RunCache, RunKey
-
-    return RunCache(
-        args.cache_dir,
-        RunKey(
-            mode="json" if args.json else "table",
-            roots=tuple(os.path.abspath(p) for p in args.paths),
-            tasks_dir=os.path.abspath(args.tasks) if args.tasks else None,
-            plan_path=os.path.abspath(args.plan) if args.plan else None,
-            quarantine_path=os.path.abspath(args.quarantine) if args.quarantine else None,
-        ),
-    )
 
 
 EXIT_BLOCKED = 3

@@ -52,9 +52,10 @@ from bf_assets.cli.progress import Phases
 from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
+from bf_assets.files import exclusive_lock
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
-from bf_assets.publish.local import check_targets, exclusive_lock
+from bf_assets.publish.local import check_targets
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
 

@@ -47,6 +47,7 @@ from bf_assets.dataset.inputlimits import (
     quarantine_values,
     shown,
 )
+from bf_assets.files import exclusive_lock, write_atomic
 from bf_assets.findings import Finding
 from bf_assets.review.record import TrialReview
 
@@ -378,18 +379,14 @@ def _entry_yaml(entry: QuarantineEntry) -> str:
 def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[QuarantineEntry]:
     """Append ``entry`` to the quarantine file (created when absent) and return every entry
     of the new file.  The old text is kept as it is; the new file is checked to parse to the
-    old entries plus this one before it replaces the old one (temp file + rename, under a
-    lock on the directory so two appends never lose one)."""
-    import fcntl
+    old entries plus this one before it replaces the old one (one atomic write, under a
+    lock on ``.<name>.lock`` beside it so two appends never lose one)."""
     import json
-    import tempfile
 
     p = Path(path)
     folder = p.parent if str(p.parent) else Path(".")
     folder.mkdir(parents=True, exist_ok=True)
-    lock = os.open(folder, os.O_RDONLY)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(folder / f".{p.name}.lock"):
         exists = p.exists()
         old = load_quarantine(p) if exists else []  # within the limits, before the text
         old_text = p.read_text(encoding="utf-8") if exists else None
@@ -428,17 +425,5 @@ def append_entry(path: str | os.PathLike[str], entry: QuarantineEntry) -> list[Q
                 "list ('- trial: ...' entries at the left margin)"
             )
         mode = p.stat().st_mode & 0o777 if p.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(new_text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, mode)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(p, new_text.encode("utf-8"), mode=mode, fsync=True)
         return parsed
-    finally:
-        os.close(lock)

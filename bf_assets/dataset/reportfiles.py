@@ -17,8 +17,6 @@ The warehouse copy keeps every trial whole.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -30,6 +28,7 @@ import orjson
 from bf_assets.dataset.assemble import DatasetReview, report_pieces
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.reportmarkup import Markdown, md_link, md_text
+from bf_assets.files import write_atomic
 from bf_assets.review.record import SLOT_FIELDS
 
 REPORT_DIR = "report"
@@ -151,26 +150,6 @@ def write_report_json(
         yield b"]\n}" if first else b"\n  ]\n}"
 
     write_atomic(path, chunks())
-
-
-def write_atomic(path: Path, data: bytes | Iterable[bytes], mode: int = 0o644) -> None:
-    """Write ``data`` (bytes, or chunks of them) to ``path`` through a unique temporary file
-    and one rename, with ``mode`` (0644 by default: readable by all): a reader sees the old
-    file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
-            if isinstance(data, bytes | bytearray | memoryview):
-                fh.write(data)
-            else:
-                for chunk in data:
-                    fh.write(chunk)
-        os.chmod(tmp, mode)  # 0644: readable like every other published file (mkstemp: 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def report_files(

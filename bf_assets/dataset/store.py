@@ -36,6 +36,7 @@ import orjson
 from bf_assets.batch.slimreview import SlimMaker, SlimReview
 from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
+from bf_assets.files import BIG_BUFFER, atomic_writer
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
 from bf_assets.review.story import TrialStory
@@ -133,9 +134,8 @@ class TrialStore:
         try:
             os.replace(self.path, dest)
         except OSError:  # another filesystem
-            tmp = dest.with_name(dest.name + ".tmp")
-            shutil.copyfile(self.path, tmp)
-            os.replace(tmp, dest)
+            with open(self.path, "rb") as src, atomic_writer(dest) as out:
+                shutil.copyfileobj(src, out, BIG_BUFFER)
             if self._temporary:
                 self.path.unlink(missing_ok=True)
         self.path = dest

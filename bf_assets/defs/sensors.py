@@ -4,7 +4,7 @@ Cursor: JSON ``{job_key: fingerprint}`` of the jobs seen at the last tick.  A jo
 is not yet a partition gets an add-partition request and a run; a job whose fingerprint
 changed (a retry rollout landed, a ``result.json`` appeared, a file grew or was rewritten, a
 Harbor agent log under ``agent/`` or a file under ``artifacts/`` landed: the fingerprint is
-the stat digest of every file of every trial, :func:`bf_assets.ingest.discovery.trial_tree`)
+the stat digest of every file of every trial, :func:`bf_assets.ingest.discovery.trial_fingerprint`)
 gets a new run (its ``run_key`` includes the fingerprint) on the existing partition; nothing
 changed → skip.
 A job the cursor does not know yet (the sensor's first tick, or a partition another path

@@ -481,12 +481,15 @@ class JobDir:
     fingerprint: str  # changes when a trial is added or removed or a trial file changes
 
 
-def trial_tree(ref: TrialRef) -> str | None:
-    """Stat digest of every file of a trial (:func:`~bf_assets.ingest.treeprint.digest_tree`)
-    with its place in the run root; None when the trial cannot be listed or has more than
-    ``MAX_TREE_ENTRIES`` entries.  Nested trials (a directory holding trial markers) are left
-    out: they are trials of their own.  A directory link is followed while it stays in the
-    run root (the readers refuse the others: they count by their target)."""
+def trial_fingerprint(ref: TrialRef) -> str | None:
+    """The fingerprint of a trial: the stat digest of every file of it
+    (:func:`~bf_assets.ingest.treeprint.digest_tree`) with its place in the run root.  The
+    review cache keys a review by it (under the review's context), the ingest state a job
+    partition's content, the ``new_job_dirs`` sensor a job directory, the trial pages a page.
+    None when the trial cannot be listed or has more than ``MAX_TREE_ENTRIES`` entries.
+    Nested trials (a directory holding trial markers) are left out: they are trials of their
+    own.  A directory link is followed while it stays in the run root (the readers refuse the
+    others: they count by their target)."""
     h = hashlib.sha256(enc(f"{ref.root}\0{ref.rel_path}\0{ref.job_key}\0{ref.layout}\n"))
 
     def descend(e: os.DirEntry[str], rel: str) -> bool:
@@ -520,14 +523,15 @@ def _job_report_state(h: Any, ref: TrialRef) -> None:
     h.update(enc(f"job review report {st.st_size} {st.st_mtime_ns} {st.st_ino}\n"))
 
 
-def trial_fingerprint(ref: TrialRef, tree: str | None = None) -> str:
-    """What the ``new_job_dirs`` sensor compares a trial by: :func:`trial_tree` (``tree``,
-    when already taken), so a file landing or changing anywhere in the trial (``artifacts/``,
-    ``sessions/``, an agent's log folders) is a change; for a trial too big or unlistable for
-    that, the names, sizes and times of its top-level, ``trajectory/``, ``verifier/`` and
-    ``agent/`` files (one level down)."""
-    tree = tree if tree is not None else trial_tree(ref)
-    return tree if tree is not None else "inventory " + _inventory_print(ref.path)
+def _watched(ref: TrialRef, fingerprint: str | None) -> str:
+    """What the ``new_job_dirs`` sensor compares a trial by: its :func:`trial_fingerprint`,
+    so a file landing or changing anywhere in the trial (``artifacts/``, ``sessions/``, an
+    agent's log folders) is a change; for a trial too big or unlistable for that, the names,
+    sizes and times of its top-level, ``trajectory/``, ``verifier/`` and ``agent/`` files
+    (one level down)."""
+    if fingerprint is not None:
+        return fingerprint
+    return "inventory " + _inventory_print(ref.path)
 
 
 def _inventory_print(path: str | os.PathLike[str]) -> str:
@@ -573,7 +577,9 @@ def _agent_dirs(path: str | os.PathLike[str]) -> list[str]:
     return [AGENT_DIR, *(f"{AGENT_DIR}/{name}" for name in sorted(subs))]
 
 
-def group_jobs(trials: Iterable[TrialRef], prints: Mapping[str, str] | None = None) -> list[JobDir]:
+def group_jobs(
+    trials: Iterable[TrialRef], prints: Mapping[str, str | None] | None = None
+) -> list[JobDir]:
     """The job directories of ``trials``, each with its fingerprint (from the trials'
     :func:`trial_fingerprint`; ``prints`` maps a trial's path to one already taken)."""
     by_key: dict[str, list[TrialRef]] = {}
@@ -584,8 +590,8 @@ def group_jobs(trials: Iterable[TrialRef], prints: Mapping[str, str] | None = No
         refs = sorted(by_key[key], key=lambda t: t.rel_path)
         h = hashlib.sha256()
         for t in refs:
-            fp = prints.get(t.path) if prints else None
-            h.update(enc(f"{t.rel_path}\0{fp or trial_fingerprint(t)}\n"))
+            fp = prints[t.path] if prints and t.path in prints else trial_fingerprint(t)
+            h.update(enc(f"{t.rel_path}\0{_watched(t, fp)}\n"))
         jobs.append(
             JobDir(
                 key=key,

@@ -1,7 +1,7 @@
 """The tree digests a release took of its trials, kept for the trial pages.
 
 ``bf-assets release`` walks every trial once before anything reads it
-(:func:`bf_assets.ingest.discovery.trial_tree`, for the ingest state and the sensor).  The
+(:func:`bf_assets.ingest.discovery.trial_fingerprint`, for the ingest state and the sensor).  The
 trial pages need the same digest (a page whose inputs are unchanged is not rendered again)
 and walked every trial again for it: some 13 % of the pages' CPU at 20,000 trials.  The
 release writes the digests it took to a *tree book* and the pages read them from it.
@@ -56,7 +56,7 @@ def _sorted(data: bytes) -> bytes:
 def write_book(path: Path, chunks: Iterable[bytes]) -> None:
     """Write the records in key order, atomically, readable by this user only; the folder is
     made when missing."""
-    from bf_assets.dataset.reportfiles import write_atomic
+    from bf_assets.files import write_atomic
 
     write_atomic(path, _sorted(b"".join(chunks)), mode=0o600)
 

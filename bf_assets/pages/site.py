@@ -29,12 +29,14 @@ from pathlib import Path
 
 import orjson
 
-from bf_assets.batch.cache import code_digest, trial_fingerprint
+from bf_assets.batch.cache import code_digest
 from bf_assets.batch.run import pooled_in_order
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
+from bf_assets.files import write_atomic
 from bf_assets.ingest.treebook import TreeBook
+from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -114,28 +116,11 @@ class PagesResult(PagesSummary):
 
 
 def _write(path: Path, text: str | Iterable[str]) -> int:
-    """Write a page (a string, or its pieces, encoded one at a time) atomically (a temporary
-    file of this process, one rename), 0644 like ``reportfiles.write_atomic``; the folder is
-    made when missing."""
-    pieces = [text] if isinstance(text, str) else text
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, flags, 0o644)
-    try:
-        os.fchmod(fd, 0o644)  # whatever the umask
-        n = 0
-        with os.fdopen(fd, "wb") as fh:
-            for piece in pieces:
-                n += fh.write(piece.encode("utf-8"))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return n
+    """Write a page (a string, or its pieces, encoded one at a time) atomically, 0644; the
+    folder is made when missing."""
+    if isinstance(text, str):
+        return write_atomic(path, text.encode("utf-8"))
+    return write_atomic(path, (piece.encode("utf-8") for piece in text))
 
 
 def write_pages(
@@ -306,9 +291,12 @@ def _page_digest(inp: PageInput, *, clean: bool, code: str, tree: str | None) ->
     """Everything a page is made of (``tree``: the trial's tree digest, when already
     taken); ``None`` when the trial's files cannot be read (then the page is always
     rendered)."""
-    files = trial_fingerprint(inp.review.ref, "pages", tree)
-    if files is None:
+    from bf_assets.ingest.discovery import trial_fingerprint
+
+    fp = tree if tree is not None else trial_fingerprint(inp.review.ref)
+    if fp is None:
         return None
+    files = in_context("pages", fp)
     h = hashlib.sha256(f"{code}\0{clean}\0{files}\0".encode())
     h.update(orjson.dumps(inp.review.to_json(), option=orjson.OPT_SORT_KEYS, default=str))
     h.update(orjson.dumps(inp.decision.to_dict() if inp.decision else None, default=str))

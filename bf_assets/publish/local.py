@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
+from bf_assets.files import exclusive_lock
 from bf_assets.publish.manifest import MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.publish.targets import (
@@ -51,29 +51,6 @@ RELEASES_SUFFIX = ".releases"
 TMP_PREFIX = ".tmp-"
 KEEP_RELEASES = 2  # the current release and the one before it
 _OWNED_TOP = {*OWNED_FILES, *OWNED_DIRS}
-
-
-@contextmanager
-def exclusive_lock(
-    path: Path, *, wait: bool = True, on_busy: Callable[[], None] | None = None
-) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (created if needed).  When another process holds
-    it: ``on_busy`` is called, then the lock is waited for; with ``wait=False``
-    :class:`PublishError` is raised instead."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait:
-                raise PublishError(f"another release holds {path}") from None
-            if on_busy is not None:
-                on_busy()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -219,8 +196,10 @@ class LocalFolderTarget:
             if tmp.exists():
                 shutil.rmtree(tmp, ignore_errors=True)
 
-    def _swap(self, final: Path) -> Path | None:
-        """Point ``--out`` at ``final``; return the directory it showed before."""
+    def _switch_link(self, final: Path) -> Path | None:
+        """Point ``--out`` at the release directory ``final`` (a new link renamed over the
+        old one: a switch of directories, not a file write); return the directory it showed
+        before."""
         link = self.path.parent / f".{self.path.name}.link-{uuid.uuid4().hex}"
         os.symlink(os.path.relpath(final, self.path.parent), link)
         try:
@@ -291,7 +270,7 @@ class StagedRelease:
         t = self.target
         if self.final is not None:
             try:
-                previous = t._swap(self.final)
+                previous = t._switch_link(self.final)
             except OSError as exc:
                 raise t._error(exc, "switch") from None
             self.switched = True
