@@ -339,6 +339,13 @@ def _flagged_and_clean(runs_root: Path, tmp_path: Path) -> DatasetReview:
     return review_dataset(runs_root, quarantine=str(q))
 
 
+ON_DEMAND_NOTE = (
+    '<p class="note">The pages of 1 trial exported clean are rendered when first opened through '
+    "the trial page server of <code>bf-assets ui</code>, or with <code>bf-assets show TRIAL</code>."
+    "</p>\n"
+)
+
+
 def test_a_release_renders_the_pages_a_person_needs_and_the_rest_on_demand(
     runs_root: Path, tmp_path: Path
 ) -> None:
@@ -352,8 +359,10 @@ def test_a_release_renders_the_pages_a_person_needs_and_the_rest_on_demand(
     assert set(res.pages) == {trial_key(held)}
     waiting = page_name(trial_key(clean))
     assert not (out / waiting).exists()
-    # the index links every trial the same way, rendered or not
-    assert res.index.read_bytes() == everything.index.read_bytes()
+    # the index links every trial the same way, rendered or not, and says how to open them
+    index = res.index.read_text()
+    assert index.replace(ON_DEMAND_NOTE, "") == everything.index.read_text()
+    assert ON_DEMAND_NOTE in index and f'href="{waiting}"' in index
     # asked for, the waiting page is the page a full render makes
     assert render_on_demand(out, waiting, sources) == out / waiting
     assert (out / waiting).read_bytes() == everything.pages[trial_key(clean)].read_bytes()

@@ -195,7 +195,8 @@ def write_pages(
         res.bytes += n
         res.largest = max(res.largest, n)
     _save_state(state_path, state)
-    res.bytes += _write(res.index, index_parts(ds, hrefs, clean=clean, report_href=report_rel))
+    parts = index_parts(ds, hrefs, clean=clean, report_href=report_rel, on_demand=res.on_demand)
+    res.bytes += _write(res.index, parts)
     if wanted is None:
         # the pages of trials no longer reviewed, and pages rendered on demand before: the
         # trial may have changed since
