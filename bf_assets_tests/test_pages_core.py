@@ -495,3 +495,29 @@ def test_a_long_line_is_clipped_and_the_window_says_so(runs_root: Path) -> None:
     html, _ = render_trial(PageInput(review=probe))
     assert len(html) < 200 * 1024
     assert "bytes not shown" in html and "characters not shown" in html
+
+
+def test_a_page_made_while_a_release_replaced_its_sources_is_made_again(
+    runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bf_assets.pages import site
+
+    ds = _flagged_and_clean(runs_root, tmp_path)
+    out = tmp_path / "wh" / "report" / "pages"
+    sources = sources_beside(out)
+    write_pages(ds, out, on_demand=sources)
+    [clean] = [t for t in ds.trials if t.verdict == "publishable"]
+    name = page_name(trial_key(clean))
+    made: list[Path] = []
+    real = site._render_one
+
+    def render_during_a_release(inp: PageInput, path: Path, clean: bool) -> int:
+        made.append(path)
+        n = real(inp, path, clean)
+        if len(made) == 1:  # a release replaces the sources (and drops pages made on demand)
+            write_pages(ds, out, on_demand=sources)
+        return n
+
+    monkeypatch.setattr(site, "_render_one", render_during_a_release)
+    assert render_on_demand(out, name, sources) == out / name
+    assert made == [out / name, out / name] and (out / name).is_file()
