@@ -15,9 +15,11 @@ from bf_assets.batch.run import review_refs
 from bf_assets.cli.main import main
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
+from bf_assets.dataset.quarantine import QuarantineEntry, trial_path
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.ingest.discovery import discover
-from bf_assets.pages.site import page_name, write_pages
+from bf_assets.pages.on_demand import SOURCES_FILE, needs_page, sources_beside
+from bf_assets.pages.site import page_name, render_on_demand, write_pages
 from bf_assets.pages.trial import PageInput, render_trial
 from bf_assets.review.options import ReviewOptions
 from bf_sample.heavy import write_heavy_trial
@@ -316,7 +318,105 @@ def test_trial_pages_asset_links_its_index(
     assert index == want and index.is_file()
     assert str(index).startswith(str(tmp_path / "wh"))
     assert meta["index_url"].value == index.resolve().as_uri()  # type: ignore[union-attr]
-    assert meta["pages"].value == 1  # type: ignore[union-attr]
+    # a clean exported trial: its page waits to be asked for, and the index links it
+    assert meta["pages"].value == 0  # type: ignore[union-attr]
+    assert meta["pages_on_demand"].value == 1  # type: ignore[union-attr]
+    [t] = ds.trials
+    assert f'href="{page_name(trial_key(t))}"' in index.read_text()
+    sources = local_warehouse(roots.roots) / SOURCES_FILE
+    assert sources.is_file() and "report" not in sources.relative_to(tmp_path).parts
+
+
+def _flagged_and_clean(runs_root: Path, tmp_path: Path) -> DatasetReview:
+    """Two healthy trials, the second held by a person (quarantined): one needs a page."""
+    healthy_spec().write(runs_root)
+    healthy_spec(rollout_id="cccc3333").write(runs_root)
+    q = tmp_path / "quarantine.yaml"
+    q.write_text(
+        "- trial: 2026-06-01__00-00-00/demo-task__cccc3333\n  action: quarantine\n"
+        "  reason: looks odd\n  by: tester\n  at: 2026-11-03\n"
+    )
+    return review_dataset(runs_root, quarantine=str(q))
+
+
+ON_DEMAND_NOTE = (
+    '<p class="note">The pages of 1 trial exported clean are rendered when first opened through '
+    "the trial page server of <code>bf-assets ui</code>, or with <code>bf-assets show TRIAL</code>."
+    "</p>\n"
+)
+
+
+def test_a_release_renders_the_pages_a_person_needs_and_the_rest_on_demand(
+    runs_root: Path, tmp_path: Path
+) -> None:
+    ds = _flagged_and_clean(runs_root, tmp_path)
+    held, clean = sorted(ds.trials, key=lambda t: t.verdict != "quarantined")
+    everything = write_pages(ds, tmp_path / "all" / "pages")
+    out = tmp_path / "wh" / "report" / "pages"
+    sources = sources_beside(out)
+    res = write_pages(ds, out, on_demand=sources)
+    assert (res.n_pages, res.on_demand) == (1, 1)
+    assert set(res.pages) == {trial_key(held)}
+    waiting = page_name(trial_key(clean))
+    assert not (out / waiting).exists()
+    # the index links every trial the same way, rendered or not, and says how to open them
+    index = res.index.read_text()
+    assert index.replace(ON_DEMAND_NOTE, "") == everything.index.read_text()
+    assert ON_DEMAND_NOTE in index and f'href="{waiting}"' in index
+    # asked for, the waiting page is the page a full render makes
+    assert render_on_demand(out, waiting, sources) == out / waiting
+    assert (out / waiting).read_bytes() == everything.pages[trial_key(clean)].read_bytes()
+    assert render_on_demand(out, "trials/no-such-trial-0000000000.html", sources) is None
+    # the next release drops the pages made on demand (the trial may have changed since)
+    again = write_pages(ds, out, on_demand=sources)
+    assert not (out / waiting).exists() and again.removed == 1
+    assert again.reused == 1 and (out / page_name(trial_key(held))).is_file()
+
+
+def test_only_cleaned_pages_are_rendered_on_demand(runs_root: Path, tmp_path: Path) -> None:
+    ds = _flagged_and_clean(runs_root, tmp_path)
+    out = tmp_path / "raw" / "pages"
+    res = write_pages(ds, out, clean=False, on_demand=sources_beside(out))
+    assert res.on_demand == 1
+    [clean] = [t for t in ds.trials if t.verdict == "publishable"]
+    name = page_name(trial_key(clean), clean=False)
+    assert render_on_demand(out, name, sources_beside(out)) is None
+    assert not (out / name).exists()
+
+
+NEEDS_PAGE_CASES = [
+    # (effective verdict, severities of its findings, export reason, entry in force) -> rendered
+    ("publishable", [], "exported", False, False),
+    ("publishable", ["info"], "exported", False, False),
+    ("publishable", ["warning"], "exported", False, True),
+    ("publishable", [], "superseded", False, True),
+    ("publishable", [], "not training-ready", False, True),
+    ("publishable", [], None, False, True),
+    ("publishable", [], "exported", True, True),  # a person released it: they look again
+    ("quarantined", ["quarantine"], "quarantined", False, True),
+    ("rejected", ["blocker"], "rejected", False, True),
+]
+
+
+@pytest.mark.parametrize(("verdict", "severities", "reason", "entry", "rendered"), NEEDS_PAGE_CASES)
+def test_which_trials_a_release_renders(
+    runs_root: Path,
+    verdict: str,
+    severities: list[str],
+    reason: str | None,
+    entry: bool,
+    rendered: bool,
+) -> None:
+    healthy_spec().write(runs_root)
+    ds = review_dataset(runs_root)
+    [t] = ds.trials
+    fs = [Finding("SOME_CHECK", s, "a finding", "result.json", 1, "") for s in severities]
+    t = dataclasses.replace(t, verdict=verdict, findings=fs)
+    d = ds.decision.get(trial_key(t))
+    assert d is not None and d.exported
+    decision = None if reason is None else dataclasses.replace(d, reason=reason)
+    held = QuarantineEntry(trial_path(t), "release", "fine", "tester", "2026-11-03")
+    assert needs_page(t, decision, held if entry else None) is rendered
 
 
 def test_show_prints_the_page_and_names_near_matches(
@@ -395,3 +495,29 @@ def test_a_long_line_is_clipped_and_the_window_says_so(runs_root: Path) -> None:
     html, _ = render_trial(PageInput(review=probe))
     assert len(html) < 200 * 1024
     assert "bytes not shown" in html and "characters not shown" in html
+
+
+def test_a_page_made_while_a_release_replaced_its_sources_is_made_again(
+    runs_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bf_assets.pages import site
+
+    ds = _flagged_and_clean(runs_root, tmp_path)
+    out = tmp_path / "wh" / "report" / "pages"
+    sources = sources_beside(out)
+    write_pages(ds, out, on_demand=sources)
+    [clean] = [t for t in ds.trials if t.verdict == "publishable"]
+    name = page_name(trial_key(clean))
+    made: list[Path] = []
+    real = site._render_one
+
+    def render_during_a_release(inp: PageInput, path: Path, clean: bool) -> int:
+        made.append(path)
+        n = real(inp, path, clean)
+        if len(made) == 1:  # a release replaces the sources (and drops pages made on demand)
+            write_pages(ds, out, on_demand=sources)
+        return n
+
+    monkeypatch.setattr(site, "_render_one", render_during_a_release)
+    assert render_on_demand(out, name, sources) == out / name
+    assert made == [out / name, out / name] and (out / name).is_file()

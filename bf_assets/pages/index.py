@@ -65,8 +65,11 @@ def render_index(
     *,
     clean: bool = True,
     report_href: str | None = None,
+    on_demand: int = 0,
 ) -> str:
-    return "".join(index_parts(ds, hrefs, clean=clean, report_href=report_href))
+    return "".join(
+        index_parts(ds, hrefs, clean=clean, report_href=report_href, on_demand=on_demand)
+    )
 
 
 def index_parts(
@@ -75,10 +78,12 @@ def index_parts(
     *,
     clean: bool = True,
     report_href: str | None = None,
+    on_demand: int = 0,
 ) -> Iterator[str]:
     """The index a piece at a time (a row each): the filters above the table need every
     trial's check ids, harness and task, so the trials are gone over twice, and no more than
-    a row is ever held (a 100,000-trial index is tens of MB)."""
+    a row is ever held (a 100,000-trial index is tens of MB).  ``on_demand``: how many of
+    the linked pages are rendered when first asked for (the index says how to open them)."""
     scrub = Scrub(clean)
     trials = sorted(
         ds.trials,
@@ -122,6 +127,16 @@ def index_parts(
         "<main>",
         '<section id="list"><h2>Trials</h2>',
         '<p class="muted">Quarantined trials first (they wait for a person), then rejected ones.</p>',
+        *(
+            [
+                f'<p class="note">The pages of {on_demand} {"trial" if on_demand == 1 else "trials"}'
+                " exported clean are rendered when "
+                "first opened through the trial page server of <code>bf-assets ui</code>, or "
+                "with <code>bf-assets show TRIAL</code>.</p>"
+            ]
+            if on_demand
+            else []
+        ),
         filters,
     ]
 

@@ -2,7 +2,10 @@
 
 The one function the ``trial_pages`` asset and ``bf-assets show`` call.  Every file is
 written atomically (temp file + rename); output is deterministic (no clock, sorted);
-a full run removes the pages of trials no longer reviewed.
+a full run removes the pages of trials no longer reviewed.  The asset renders the pages a
+person needs and keeps what the others are made of for the trial page server, which renders
+one when it is first asked for (:mod:`bf_assets.pages.on_demand`, :func:`render_on_demand`);
+the index links every trial's page.
 
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
@@ -38,6 +41,12 @@ from bf_assets.files import write_atomic
 from bf_assets.ingest.treebook import TreeBook
 from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
+from bf_assets.pages.on_demand import (
+    SourcesWriter,
+    needs_page,
+    read_input,
+    sources_signature,
+)
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
 from bf_assets.redact import RULES_ENV, default_rules
@@ -103,6 +112,7 @@ class PagesSummary:
     seconds: float = 0.0
     removed: int = 0
     reused: int = 0  # pages whose inputs had not changed: not rendered again
+    on_demand: int = 0  # pages not rendered: made when asked for (``on_demand``)
 
 
 @dataclass(slots=True)
@@ -131,10 +141,15 @@ def write_pages(
     only: Collection[TrialKey] | None = None,
     report: str | os.PathLike[str] | None = None,
     trees: TreeBook | None = None,
+    on_demand: str | os.PathLike[str] | None = None,
 ) -> PagesResult:
     """Write the index and the page of every trial (or of ``only``); ``report`` is the
     review report to link from the pages; ``trees``, the tree digests a release took of the
-    trials before reading them (a trial it has none for is walked)."""
+    trials before reading them (a trial it has none for is walked).  With ``on_demand`` (a
+    sources file, :mod:`bf_assets.pages.on_demand`) and no ``only``, only the pages a person
+    needs are rendered (:func:`~bf_assets.pages.on_demand.needs_page`); what the others are
+    made of goes to that file, and their pages are rendered when asked for
+    (:func:`render_on_demand`).  The index links every trial's page, rendered or not."""
     t0 = time.perf_counter()
     out = Path(out_dir)
     written: dict[TrialKey, str] = {}  # the pages this call wrote (or found unchanged)
@@ -144,40 +159,32 @@ def write_pages(
     state_path = out / STATE_FILE
     old_state = _load_state(state_path)
     state: dict[str, str] = dict(old_state) if wanted is not None else {}
-    # every trial's page name is linked from the index; a full run learns them from the pages
-    hrefs: dict[TrialKey, str] = (
-        {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
-        if wanted is not None
-        else written  # one table, not two alike
-    )
+    hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
     code = code_digest() + rules_digest()
     job = _Job(ds, out, clean, report_rel, old_state, code, trees or TreeBook())
-    picked: Sequence[int] = (
-        range(len(ds.trials))
-        if wanted is None
-        else [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
-    )
+    if wanted is not None:
+        picked: Sequence[int] = [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
+    elif on_demand is not None:
+        picked = _needed(job, Path(on_demand), hrefs)
+        res.on_demand = len(ds.trials) - len(picked)
+    else:
+        picked = range(len(ds.trials))
     for i, (href, digest, n, reused) in zip(picked, _pages(job, picked), strict=True):
         key = trial_key(ds.trials[i])
-        hrefs[key] = written[key] = href
+        written[key] = href
         if digest is not None:
             state[href] = digest
         else:
             state.pop(href, None)
-        written[key] = href
         res.reused += reused
         res.bytes += n
         res.largest = max(res.largest, n)
     _save_state(state_path, state)
-    # a full run links the pages it wrote (``hrefs`` is ``written``), a partial one also
-    # those of earlier runs still on disk
-    linked = (
-        hrefs
-        if wanted is None
-        else {k: h for k, h in hrefs.items() if k in written or (out / h).is_file()}
-    )
-    res.bytes += _write(res.index, index_parts(ds, linked, clean=clean, report_href=report_rel))
+    parts = index_parts(ds, hrefs, clean=clean, report_href=report_rel, on_demand=res.on_demand)
+    res.bytes += _write(res.index, parts)
     if wanted is None:
+        # the pages of trials no longer reviewed, and pages rendered on demand before: the
+        # trial may have changed since
         keep = set(written.values())  # the same strings, not new ones
         trials_dir = out / TRIALS_DIR
         if trials_dir.is_dir():
@@ -188,6 +195,42 @@ def write_pages(
     res.seconds = time.perf_counter() - t0
     res.n_pages = len(written)
     return res
+
+
+def _needed(job: _Job, sources: Path, hrefs: Mapping[TrialKey, str]) -> list[int]:
+    """The trials whose pages are rendered now; what every other trial's page is made of is
+    written to ``sources``."""
+    ds = job.ds
+    picked: list[int] = []
+    with SourcesWriter(sources, clean=job.clean) as kept:
+        for i, t in enumerate(ds.trials):
+            key = trial_key(t)
+            if needs_page(t, ds.decision.get(key), ds.quarantine.get(key)):
+                picked.append(i)
+            else:
+                kept.add(hrefs[key], _page_input(job, ds.full_trial(i)))
+    return picked
+
+
+ON_DEMAND_TRIES = 3
+
+
+def render_on_demand(out_dir: str | os.PathLike[str], name: str, sources: Path) -> Path | None:
+    """Render and write page ``name`` (``trials/….html``) of the pages in ``out_dir`` from
+    the sources file ``sources``; None when it keeps no such page or keeps raw pages (only
+    cleaned pages are rendered on demand).  A page rendered while a release replaced the
+    sources file is rendered again from the new one."""
+    path = Path(out_dir) / name
+    for _ in range(ON_DEMAND_TRIES):
+        found = read_input(sources, name)
+        if found is None or not found[1]:
+            return None
+        inp, clean, sig = found
+        _render_one(inp, path, clean)
+        if sources_signature(sources) == sig:
+            return path
+        path.unlink(missing_ok=True)
+    return None
 
 
 STATE_FILE = ".pages-state.json"
