@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import textwrap
 import time
 
 import pytest
 from prockit import children_of_killed
 
-from bf_assets.batch.forklater import can_fork
 from bf_assets.batch.run import fork_pool
 
-linux_only = pytest.mark.skipif(not can_fork(), reason="workers are forked on Linux only")
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="workers are forked on Linux only"
+)
 
 
 def _signalled_then_pid() -> int:

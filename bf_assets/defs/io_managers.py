@@ -39,9 +39,7 @@ from upath import UPath
 
 from bf_assets.batch.ingest_state import partition_relpath
 from bf_assets.dataset.common import dump_parted, load_parted
-from bf_assets.dataset.memory import release_arrow_memory, trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
-from bf_assets.pages import early as early_pages
 
 PARTITION_COLUMN = "job"
 # ``DataFrame.attrs`` key of a loaded frame: which file, in which state, it was parsed from
@@ -251,7 +249,6 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         finally:
             if tmp.exists():
                 tmp.unlink()
-            release_arrow_memory()  # the table's buffers: only Arrow could use them again
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         hit = self._parsed.get(str(path))
@@ -381,11 +378,9 @@ class PickleUPathIOManager(dg.UPathIOManager):
                 tmp.unlink()
         if store is not None:
             _prune_stores(path, store.file_name(path.name))
-        trim()  # the pickler's memo and buffers, before a background render is forked
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}
-            early_pages.offer(obj, _local(path))  # a one-process release: its pages start now
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)
