@@ -8,9 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bf_assets.batch import inventory
 from bf_assets.cli.release import partition_blocks
-from bf_assets.ingest import discovery
 from bf_assets_tests.releasekit import isolated_release, published_digests
 from bf_sample.generator import generate_corpus
 
@@ -58,19 +56,7 @@ def test_a_release_in_bounded_ingest_runs_publishes_the_same_bytes(
         keys = inst.get_materialized_partitions(dg.AssetKey("validated_trials"))
         assert len(keys) == 3
     monkeypatch.setenv("BF_INGEST_RUN_TRIALS", "100")
-    walks: list[object] = []
-    real_walk = discovery.walk_roots
-    monkeypatch.setattr(discovery, "walk_roots", lambda *a: walks.append(a) or real_walk(*a))
-    collected: list[int] = []  # batches reviewed by the workers before their run asked
-    real_take = inventory._take
-    monkeypatch.setattr(
-        inventory,
-        "_take",
-        lambda r, o: (b := real_take(r, o)) is not None and collected.append(len(r)) or b,
-    )
     split = _release(tmp_path, corpus, "three-runs", monkeypatch)
-    assert len(walks) == 1  # the release's own walk: no ingest run walks the roots again
-    assert collected == [100, 100]  # the first run's, then the second's (queued); 30 is too few
     with dg.DagsterInstance.get() as inst:  # the split release's instance
         ingest = inst.get_run_records(dg.RunsFilter(job_name="ingest_job"))
         assert len(ingest) == 3

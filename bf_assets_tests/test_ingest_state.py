@@ -23,7 +23,7 @@ from bf_assets.batch.ingest_state import (
     plan_ingest,
     table_file,
 )
-from bf_assets.ingest.discovery import discover_jobs, discover_trials, trial_fingerprint
+from bf_assets.ingest.discovery import discover_trials, trial_fingerprint
 from bf_assets.ingest.treeprint import in_context
 from bf_sample.generator import generate_corpus
 
@@ -174,13 +174,12 @@ def test_contents_and_fingerprints(corpus: Path, monkeypatch: pytest.MonkeyPatch
     fps = [fp and in_context(ctx, fp) for fp in map(trial_fingerprint, trials)]
     contents = job_contents(trials, fps)
     assert len(set(contents.values())) == 3 and None not in contents.values()
-    watched = {j.key: j.fingerprint for j in discover_jobs([corpus])}
-    expected = sorted((k, contents[k], watched[k]) for k in contents)
+    expected = sorted(contents.items())
     assert sorted(job_prints(trials, ctx)) == expected
     monkeypatch.setattr(ingest_state, "PARALLEL_MIN", 0)  # the worker pool: the same answers
     monkeypatch.setattr(ingest_state, "FINGERPRINT_CHUNK", 7)
     assert sorted(job_prints(trials, ctx)) == expected
-    assert sorted(job_prints(trials, None)) == [(k, None, w) for k, _, w in expected]
+    assert sorted(job_prints(trials, None)) == [(k, None) for k, _ in expected]
     # the order the walk found the trials in does not matter; a missing fingerprint does
     assert job_contents(trials[::-1], fps[::-1]) == contents
     lost = list(fps)
@@ -200,16 +199,3 @@ def test_the_state_file_is_replaced_whole(tmp_path: Path) -> None:
     # a partition no longer under the run roots is dropped from the state
     state.save(keep=set())
     assert len(IngestState(folder, "c")) == 0
-
-
-def test_the_plan_holds_the_sensors_job_fingerprints(tmp_path: Path, corpus: Path) -> None:
-    jobs = _copy(corpus, tmp_path / "jobs")
-    plan = plan_ingest(tmp_path / "wh", discover_trials([jobs]), "ctx")
-    assert plan.watched == {j.key: j.fingerprint for j in discover_jobs([jobs])}
-    # taken with the walk: a later edit is not in them (the sensor will see it as a change)
-    trial = next(t for t in discover_trials([jobs]) if t.job_key == sorted(plan.watched)[0])
-    (Path(trial.path) / "late.txt").write_text("landed after the walk")
-    now = {j.key: j.fingerprint for j in discover_jobs([jobs])}
-    assert [k for k in now if now[k] != plan.watched[k]] == [trial.job_key]
-    # no local warehouse: no review-cache fingerprints, the sensor's still
-    assert plan_ingest(None, discover_trials([jobs]), "ctx").watched == now

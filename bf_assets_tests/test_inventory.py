@@ -1,4 +1,4 @@
-"""One read per trial for both ingest tables (``bf_assets.batch.inventory``), and its prefetch."""
+"""One read per trial for both ingest tables (``bf_assets.batch.inventory``)."""
 
 from pathlib import Path
 
@@ -49,70 +49,3 @@ def test_one_read_gives_both_tables(
         request.getfixturevalue("small_batches")
     opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
     _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
-
-
-def test_a_prefetch_is_collected_by_the_same_batch(
-    refs: list[TrialRef], small_batches: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
-    inventory.prefetch(refs, opts)
-    started: list[int] = []
-    real_start = inventory._start
-    monkeypatch.setattr(
-        inventory, "_start", lambda r, o, w: started.append(len(r)) or real_start(r, o, w)
-    )
-    got = inventory.review_with_inventory(list(refs), ReviewOptions(**_fields(opts)))
-    assert started == []  # collected, not started again
-    _assert_same_as_two_reads(refs, opts, got)
-
-
-def test_a_prefetch_of_other_trials_or_options_is_not_used(
-    refs: list[TrialRef], small_batches: None
-) -> None:
-    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
-    inventory.prefetch(refs[1:], opts)
-    _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
-    assert inventory._PENDING is None  # the stale prefetch was dropped
-    inventory.prefetch(refs, ReviewOptions(workers=2))  # no task tree
-    _assert_same_as_two_reads(refs, opts, inventory.review_with_inventory(refs, opts))
-    inventory.cancel_prefetch()
-
-
-def _fields(opts: ReviewOptions) -> dict[str, object]:
-    return {name: getattr(opts, name) for name in ReviewOptions.__slots__}
-
-
-def test_queued_batches_start_one_at_a_time_as_each_is_collected(
-    refs: list[TrialRef], small_batches: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    opts = ReviewOptions(tasks_dir=str(SAMPLE_TASKS), workers=2)
-    third = len(refs) // 3
-    a, b, c = refs[:third], refs[third : 2 * third], refs[2 * third :]
-    started: list[int] = []
-    real_start = inventory._start
-    monkeypatch.setattr(
-        inventory, "_start", lambda r, o, w: started.append(len(r)) or real_start(r, o, w)
-    )
-    try:
-        inventory.prefetch(a, opts)
-        inventory.queue_prefetch([b, c], opts)
-        assert started == [len(a)]  # b waits for a to be collected: one batch in flight
-        _assert_same_as_two_reads(a, opts, inventory.review_with_inventory(a, opts))
-        assert started == [len(a), len(b)]
-        # a run of other trials reads them itself, drops b and starts the next in line, c
-        other = inventory.review_with_inventory(b[1:], opts)
-        _assert_same_as_two_reads(b[1:], opts, other)
-        assert started == [len(a), len(b), len(b) - 1, len(c)]
-        _assert_same_as_two_reads(c, opts, inventory.review_with_inventory(c, opts))
-        assert started == [len(a), len(b), len(b) - 1, len(c)]  # c collected, not read again
-        assert inventory._PENDING is None and not inventory._QUEUED
-    finally:
-        inventory.cancel_prefetch()
-
-
-def test_cancelling_a_prefetch_drops_its_queue(refs: list[TrialRef], small_batches: None) -> None:
-    opts = ReviewOptions(workers=2)
-    inventory.prefetch(refs[:20], opts)
-    inventory.queue_prefetch([refs[20:40]], opts)
-    inventory.cancel_prefetch()
-    assert inventory._PENDING is None and not inventory._QUEUED

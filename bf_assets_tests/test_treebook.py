@@ -1,5 +1,5 @@
-"""The release's tree book: the tree digests it took of every trial before reading them,
-which the trial pages use instead of walking every trial again."""
+"""A tree book: trials' tree digests, which the trial pages use instead of walking the
+trials again."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from test_pages_core import review_dataset
 from trialkit import healthy_spec
 
-from bf_assets.batch.ingest_state import plan_ingest
 from bf_assets.ingest import discovery
 from bf_assets.ingest.discovery import discover_trials, trial_fingerprint
 from bf_assets.ingest.treebook import RECORD, TreeBook, records, write_book
@@ -19,23 +18,6 @@ from bf_assets.pages import site
 
 def _no_walk(*_a: object, **_k: object) -> str:
     raise AssertionError("a trial was walked again")
-
-
-def test_the_plan_writes_every_trials_tree_digest(runs_root: Path, tmp_path: Path) -> None:
-    for i in range(5):
-        healthy_spec(task=f"task-{i % 2}", rollout_id=f"r{i:07d}").write(runs_root)
-    trials = discover_trials([str(runs_root)])
-    book_path = tmp_path / "book" / ".trial-trees.bin"
-    plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path)
-    assert book_path.stat().st_size == RECORD * len(trials)
-    assert book_path.stat().st_mode & 0o077 == 0  # this user's only
-    book = TreeBook.read(book_path)
-    assert len(book) == len(trials) == 5
-    for t in trials:
-        assert book.get(t) == trial_fingerprint(t)
-    # without a book path nothing is written
-    plan_ingest(tmp_path / "wh", trials, "ctx")
-    assert [p.name for p in book_path.parent.iterdir()] == [".trial-trees.bin"]
 
 
 def test_a_bad_or_missing_book_is_empty(runs_root: Path, tmp_path: Path) -> None:
@@ -100,37 +82,3 @@ def test_the_book_is_searched_in_key_order_whatever_order_it_was_written_in(
     healthy_spec(task="late", rollout_id="late0001").write(runs_root)
     (late,) = [t for t in discover_trials([str(runs_root)]) if t not in trials]
     assert TreeBook.read(written).get(late) is None
-
-
-def test_a_book_that_cannot_be_written_is_no_book_and_never_an_old_one(
-    runs_root: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    from bf_assets.batch import ingest_state
-
-    healthy_spec().write(runs_root)
-    trials = discover_trials([str(runs_root)])
-    book_path = tmp_path / "report" / ".trial-trees.bin"
-    assert plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path).tree_book == book_path
-    assert plan_ingest(tmp_path / "wh", trials, "ctx").tree_book is None
-    # an earlier release's book is there and this release's cannot be written: the old one
-    # is gone, the plan has no book (the pages walk), the release goes on
-    monkeypatch.setattr(
-        ingest_state,
-        "write_book",
-        lambda *_a: (_ for _ in ()).throw(OSError(28, "No space left on device")),
-    )
-    with caplog.at_level("WARNING", logger="bf_assets.ingest"):
-        plan = plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=book_path)
-    assert plan.tree_book is None and not book_path.exists()
-    assert "not written" in caplog.text and plan.contents
-    # a book whose folder cannot be made (a file where the folder should be)
-    monkeypatch.undo()
-    blocked = tmp_path / "file"
-    blocked.write_text("")
-    assert (
-        plan_ingest(tmp_path / "wh", trials, "ctx", tree_book=blocked / "book.bin").tree_book
-        is None
-    )

@@ -13,8 +13,7 @@ both still hold:
   follow; :func:`bf_assets.ingest.discovery.trial_fingerprint`), under a context that holds the
   source of the whole package, the review options and the task tree's state.  The
   fingerprints are taken before the trials are read, so an edit during the read is a change
-  next time; the sensor compares job directories by the same fingerprints.  A trial
-  without a fingerprint (unlistable, too many files) makes its partition
+  next time.  A trial without a fingerprint (unlistable, too many files) makes its partition
   always read;
 * its **tables**: size, mtime, ctime and inode of each of the five files, as they were just
   after the run that wrote them succeeded.  A table written since by anyone else (a
@@ -29,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -40,11 +38,8 @@ import orjson
 
 from bf_assets.batch.cache import code_digest
 from bf_assets.files import write_atomic
-from bf_assets.ingest.discovery import TrialRef, group_jobs, trial_fingerprint
-from bf_assets.ingest.treebook import records, write_book
+from bf_assets.ingest.discovery import TrialRef, trial_fingerprint
 from bf_assets.ingest.treeprint import in_context
-
-log = logging.getLogger("bf_assets.ingest")
 
 STATE_FILE = ".ingest-state.json"
 FORMAT = 1
@@ -89,54 +84,34 @@ def ingest_context(review_context: str) -> str:
     return hashlib.sha256(f"ingest\0{code_digest()}\0{review_context}".encode()).hexdigest()
 
 
-# (the trial's fingerprint, that fingerprint under the ingest context)
-Prints = tuple[str | None, str | None]
+def _fingerprint(ref: TrialRef, context: str) -> str | None:
+    """The review-cache fingerprint of a trial under ``context`` (None when it has none)."""
+    fp = trial_fingerprint(ref)
+    return in_context(context, fp) if fp else None
 
 
-def _fingerprints(refs: Sequence[TrialRef], context: str | None) -> list[Prints]:
-    """Each trial's fingerprint, and the fingerprint under ``context`` (its content key)."""
-    out: list[Prints] = []
-    for r in refs:
-        fp = trial_fingerprint(r)
-        out.append((fp, in_context(context, fp) if context is not None and fp else None))
+JobPrints = tuple[str, str | None]  # job key, content digest
+
+
+def _job_prints(jobs: Sequence[Sequence[TrialRef]], context: str | None) -> list[JobPrints]:
+    out: list[JobPrints] = []
+    for refs in jobs:
+        fps = [_fingerprint(r, context) if context is not None else None for r in refs]
+        out += job_contents(refs, fps).items()
     return out
 
 
-JobPrints = tuple[str, str | None, str]  # job key, content digest, the sensor's fingerprint
-
-
-def _job_prints(
-    jobs: Sequence[Sequence[TrialRef]], context: str | None, trees: bool
-) -> tuple[list[JobPrints], bytes]:
-    out: list[JobPrints] = []
-    book = bytearray()
-    for refs in jobs:
-        prints = _fingerprints(refs, context)
-        (content,) = job_contents(refs, (key for _, key in prints)).values()
-        taken = {t.path: fp for t, (fp, _) in zip(refs, prints, strict=True)}
-        (job,) = group_jobs(refs, taken)
-        out.append((job.key, content, job.fingerprint))
-        if trees:
-            book += records(zip(refs, (fp for fp, _ in prints), strict=True))
-    return out, bytes(book)
-
-
-def job_prints(
-    trials: Sequence[TrialRef], context: str | None, book: list[bytes] | None = None
-) -> list[JobPrints]:
-    """Per job directory of ``trials``: its key, the digest of its trials' review-cache
-    fingerprints under ``context`` (None where a trial has none, or without a context) and
-    the fingerprint the ``new_job_dirs`` sensor compares it by; ``book``, when given, is
-    extended with the tree book records of the trials (:mod:`bf_assets.ingest.treebook`).
-    A large batch on every core, whole jobs to a task: only the per-job digests and the
-    48-byte records come back (bounded memory)."""
+def job_prints(trials: Sequence[TrialRef], context: str | None) -> list[JobPrints]:
+    """Per job directory of ``trials``: its key and the digest of its trials' review-cache
+    fingerprints under ``context`` (None where a trial has none, or without a context).  A
+    large batch on every core, whole jobs to a task: only the per-job digests come back
+    (bounded memory)."""
     by_job: dict[str, list[TrialRef]] = {}
     for t in trials:
         by_job.setdefault(t.job_key, []).append(t)
     jobs = list(by_job.values())
-    trees = book is not None
-    if len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
-        parts = [_job_prints(jobs, context, trees)]
+    if context is None or len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
+        parts = [_job_prints(jobs, context)]
     else:
         from bf_assets.batch.run import worker_pool
 
@@ -149,11 +124,9 @@ def job_prints(
             tasks[-1].append(refs)
             size += len(refs)
         with worker_pool(os.cpu_count() or 1) as pool:
-            futures = [pool.submit(_job_prints, task, context, trees) for task in tasks]
+            futures = [pool.submit(_job_prints, task, context) for task in tasks]
             parts = [pool.result(f) for f in futures]
-    if book is not None:
-        book.extend(recs for _, recs in parts if recs)
-    return [jp for prints, _ in parts for jp in prints]
+    return [jp for prints in parts for jp in prints]
 
 
 def job_contents(refs: Iterable[TrialRef], fps: Iterable[str | None]) -> dict[str, str | None]:
@@ -286,11 +259,6 @@ class IngestPlan:
     state: IngestState
     contents: dict[str, str | None]  # job key -> content digest, taken before any read
     unchanged: set[str] = field(default_factory=set)  # left as the last release made them
-    # job key -> the fingerprint the new_job_dirs sensor compares, taken before any read
-    watched: dict[str, str] = field(default_factory=dict)
-    # the tree book written for the trial pages (bf_assets.ingest.treebook); None when none
-    # was asked for or it could not be written (then the pages walk the trials)
-    tree_book: Path | None = None
 
     def to_read(self, keys: Iterable[str]) -> list[str]:
         return [k for k in keys if k not in self.unchanged]
@@ -318,29 +286,12 @@ def plan_ingest(
     review_context: str,
     *,
     reread: bool = False,
-    tree_book: Path | None = None,
 ) -> IngestPlan:
     """Fingerprint ``trials`` (before anything reads them) and find the job partitions whose
     trials and tables are as the last release over ``folder`` left them (none with
-    ``reread``, or without a local ``folder``).  ``tree_book``: where to write the tree
-    digests of that walk for the trial pages (:mod:`bf_assets.ingest.treebook`); a book that
-    cannot be written is no book (the plan's ``tree_book`` is None), never a failed release,
-    and a book an earlier release left there is never taken for this one's."""
+    ``reread``, or without a local ``folder``)."""
     context = ingest_context(review_context)
     state = IngestState(folder, context)
-    book: list[bytes] | None = [] if tree_book is not None else None
-    prints = job_prints(trials, context if folder else None, book)
-    written = None
-    if tree_book is not None and book is not None:
-        try:
-            tree_book.unlink(missing_ok=True)  # an earlier release's (stopped before its end)
-            write_book(tree_book, book)
-            written = tree_book
-        except OSError as exc:
-            log.warning(
-                "tree book %s not written (%s): the trial pages walk the trials", tree_book, exc
-            )
-    contents = {key: content for key, content, _ in prints}
-    watched = {key: fingerprint for key, _, fingerprint in prints}
+    contents = dict(job_prints(trials, context if folder else None))
     unchanged = set() if reread else state.unchanged_keys(contents)
-    return IngestPlan(state, contents, unchanged, watched, written)
+    return IngestPlan(state, contents, unchanged)

@@ -1,14 +1,17 @@
 """``bf-assets release``: run the release build through Dagster on any run roots.
 
 Uses the project-local instance (``.dagster_home`` under the repo, SQLite, telemetry off)
-unless ``DAGSTER_HOME`` is set.  Registers one partition per job directory and runs
-``ingest_job`` once over all of them (a partition range: one run per block of consecutive
-partitions, normally a single run; the Parquet IO manager still writes one file per
-partition), then runs ``release_job`` on the same instance: the dataset review
+unless ``DAGSTER_HOME`` is set.  A thin driver over Dagster's public execution API: it checks
+the targets and the folders it writes, takes the locks, finds the job directories, plans which
+of them need reading, registers one partition per job directory and runs the jobs a schedule
+or the UI runs, in this process (``execute_in_process``): ``ingest_job`` once per block of
+consecutive partitions (normally a single run; the Parquet IO manager still writes one file
+per partition), then ``release_job`` on the same instance: the dataset review
 (``coverage``, ``sandbox_parity``, ``review_report``: the export decision and the report) →
 ``curated_rollouts`` → the blocking publish checks → ``published_dataset`` (local folder,
-and the Hub when ``--hub-repo`` is given).  The review report ships inside the release
-(``<out>/report/``); a blocked release leaves it in the staged bundle.
+and the Hub when ``--hub-repo`` is given).  The outcome is read from the runs' results.  The
+review report ships inside the release (``<out>/report/``); a blocked release leaves it in
+the staged bundle.
 
 A job partition whose trials and tables are as the last release over the same run roots left
 them is not ingested again (:mod:`bf_assets.batch.ingest_state`: fingerprints of every trial,
@@ -16,11 +19,6 @@ taken before anything is read, and the tables' own stats, checked against
 ``.ingest-state.json`` in the warehouse; ``--reread`` reads everything): a scheduled release
 over a growing corpus reads only what is new or changed, and publishes the same bytes as one
 that read everything.
-
-``release_job`` runs in a process forked once Dagster and the definitions are imported,
-before the first ingest run (:class:`~bf_assets.batch.forklater.ForkedCall`): it starts from
-that heap, not from the one the ingest runs leave behind (their freed memory stays resident
-in this process), and hands its outcome back.
 
 Outcome: ``published`` (exit 0), ``blocked`` by the publish gate (exit 3), ``error`` (exit 2:
 an ingest or publish step failed).
@@ -36,30 +34,25 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bf_assets.batch.forklater import ForkedCall, ForkedCallError
 from bf_assets.batch.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
-from bf_assets.batch.inventory import cancel_prefetch, prefetch, queue_prefetch
 from bf_assets.batch.places import local_tables
 from bf_assets.batch.run import review_context
 from bf_assets.cli.progress import Phases
-from bf_assets.dataset.memory import frozen_heap
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
 from bf_assets.files import exclusive_lock
 from bf_assets.ingest.discovery import discover_trials
-from bf_assets.ingest.pinned import Pin, pinned_discovery, trials_of_jobs
 from bf_assets.publish.local import check_targets
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
 
-# The console shows warnings and errors; every event stays in the instance's run log.
 # The console shows only what cannot be told otherwise: a blocked release is an outcome, not
 # an error, and is explained by ``bf-assets release`` itself (every event stays in the run log).
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -300,56 +293,27 @@ def run_release(
         _waiting_lock(_warehouse_lock(roots), "over the same run roots"),
         _waiting_lock(_hub_lock(hub_repo), f"to {hub_repo}") if hub_repo else nullcontext(),
     ):
-        # The roots are walked once: every ingest run takes its trials from this walk.  The
-        # trials are read and reviewed in worker processes while Dagster starts; the ingest
-        # run collects that batch when its trials and options are the same.
+        # The job directories are found and fingerprinted before anything is read: the
+        # ingest plan says which of them need reading (each ingest run finds its own trials).
         phases = progress or Phases(enabled=False)
         with phases.phase("walking the run roots"):
             trials = discover_trials(roots)
         sizes = Counter(t.job_key for t in trials)
-        keys = sorted(sizes)
         options = ReviewOptions(tasks_dir=tasks, plan_path=plan, quarantine_path=quarantine)
-        # the job partitions whose trials and tables are as the last release left them are
-        # not read again (fingerprints taken now, before any read)
-        # (and their tree digests kept for the trial pages, which need the same ones)
-        book = tree_book(roots)
-        ingest = plan_ingest(
-            local_tables(roots), trials, review_context(options), reread=reread, tree_book=book
+        ingest = plan_ingest(local_tables(roots), trials, review_context(options), reread=reread)
+        del trials
+        return _release(
+            roots,
+            sizes,
+            ingest,
+            out,
+            hub_repo,
+            tasks=tasks,
+            plan=plan,
+            quarantine=quarantine,
+            staging_dir=staging_dir,
+            progress=phases,
         )
-        # the first ingest run's trials (the partition order of a new instance is this
-        # sorted order; a mismatch only means the first run reads its trials itself)
-        first = partition_blocks(keys, ingest.to_read(keys), sizes, ingest_run_trials())[:1]
-        try:
-            with pinned_discovery(roots, trials, ingest.watched) as pin:
-                del trials  # the pin holds them until ingest is done
-                prefetch(trials_of_jobs(roots, first[0]) if first else [], options)
-                return _release(
-                    roots,
-                    pin,
-                    sizes,
-                    ingest,
-                    options,
-                    str(out),
-                    hub_repo,
-                    tasks=tasks,
-                    plan=plan,
-                    quarantine=quarantine,
-                    staging_dir=staging_dir,
-                    progress=phases,
-                )
-        finally:
-            cancel_prefetch()
-            with suppress(OSError):  # a book left behind is replaced by the next release's
-                book.unlink(missing_ok=True)
-
-
-def tree_book(roots: Sequence[str]) -> Path:
-    """Where a release over ``roots`` keeps its trials' tree digests for the trial pages
-    (:mod:`bf_assets.ingest.treebook`), beside the pages; one release at a time uses it."""
-    from bf_assets.batch.places import local_warehouse
-    from bf_assets.pages.site import PAGES_SUBDIR
-
-    return local_warehouse(roots).joinpath(*PAGES_SUBDIR).parent / ".trial-trees.bin"
 
 
 def _hub_lock(repo_id: str) -> Path:
@@ -379,20 +343,15 @@ def _ingest(
     job: Any,
     instance: Any,
     order: Sequence[str],
-    roots: Sequence[str],
     sizes: Mapping[str, int],
     ingest: IngestPlan,
-    options: ReviewOptions,
     on_block: Callable[[Sequence[str]], None] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Run ``ingest_job`` over the job partitions of ``sizes`` (trials per partition) that
     ``ingest`` says to read: one run per block of consecutive partitions of at most
-    :func:`ingest_run_trials` trials (never spanning a partition left as it is); each run's
-    trials, as the run will take them from the pinned walk of ``roots``, are reviewed in the
-    workers while the run before it writes its tables; the keys of the runs that failed, and
-    why.  The ingest state is written after every run."""
+    :func:`ingest_run_trials` trials (never spanning a partition left as it is); the keys of
+    the runs that failed, and why.  The ingest state is written after every run."""
     blocks = partition_blocks(order, ingest.to_read(sorted(sizes)), sizes, ingest_run_trials())
-    queue_prefetch([trials_of_jobs(roots, b) for b in blocks[1:]], options)
     failed: list[str] = []
     why: list[str] = []
     for block in blocks:
@@ -435,11 +394,9 @@ def interrupted(events: Iterable[Any]) -> bool:
 
 def _release(
     roots: list[str],
-    pin: Pin,
     sizes: Mapping[str, int],
     ingest: IngestPlan,
-    options: ReviewOptions,
-    out_dir: str | None,
+    out: Path,
     hub_repo: str | None,
     *,
     tasks: str | None,
@@ -448,7 +405,6 @@ def _release(
     staging_dir: str | None,
     progress: Phases,
 ) -> ReleaseResult:
-    os.environ["BF_RUN_ROOTS"] = os.pathsep.join(roots)
     ensure_instance_home()
     from bf_assets.defs.storage import tune_instance_storage
 
@@ -458,12 +414,13 @@ def _release(
     # run not shown as failed, does not apply here: a failed ingest fails the release.
     os.environ.setdefault(PLANNED_SUBSET_ENV, "1")
 
-    from bf_assets.definitions import build_defs
-    from bf_assets.defs.publish import PublishTarget
-    from bf_assets.defs.resources import RunRoots, default_out_dir
+    import dagster as dg
 
-    # never resolve --out: it is a link to the current release, and must stay the link
-    out = Path(os.path.abspath(out_dir)) if out_dir else default_out_dir()
+    from bf_assets.definitions import build_defs
+    from bf_assets.defs.partitions import job_partitions
+    from bf_assets.defs.publish import PublishTarget
+    from bf_assets.defs.resources import RunRoots
+
     target_cfg: dict[str, Any] = {"out_dir": str(out), "hub_repo": hub_repo}
     if staging_dir:
         target_cfg["staging_dir"] = staging_dir
@@ -473,48 +430,14 @@ def _release(
         ),
         publish_target=PublishTarget(**target_cfg),
     )
-    import dagster as dg
-
-    # The instance is made once, here: the release job's process inherits it (its storage
-    # modules imported and its databases checked) instead of making its own.
     instance = dg.DagsterInstance.get()
-    # What is alive now (Dagster, the definitions, the instance, the walk) lives as long as
-    # the release: the collector's full passes, here and in the forked release job, leave it
-    # alone.  The release job runs in a process forked here, before the first ingest run: it
-    # starts from the imports, not from what the ingest runs leave in this process's heap.
-    with (
-        frozen_heap(),
-        ForkedCall(
-            lambda: _release_job(defs, instance, roots, pin, ingest.tree_book)
-        ) as release_job,
-    ):
-        return _ingest_then_release(
-            defs, instance, release_job, roots, pin, sizes, ingest, options, out, progress
-        )
-
-
-def _ingest_then_release(
-    defs: Any,
-    instance: Any,
-    release_job: ForkedCall[dict[str, Any]],
-    roots: list[str],
-    pin: Pin,
-    sizes: Mapping[str, int],
-    ingest: IngestPlan,
-    options: ReviewOptions,
-    out: Path,
-    progress: Phases,
-) -> ReleaseResult:
-    import dagster as dg
-
-    from bf_assets.defs.partitions import job_partitions
-
-    known = set(instance.get_dynamic_partitions(job_partitions.name or "trial_jobs"))
+    partitions = job_partitions.name or "trial_jobs"
+    known = set(instance.get_dynamic_partitions(partitions))
     keys = sorted(sizes)
     new = [k for k in keys if k not in known]
     if new:
-        instance.add_dynamic_partitions(job_partitions.name or "trial_jobs", new)
-    order = instance.get_dynamic_partitions(job_partitions.name or "trial_jobs")
+        instance.add_dynamic_partitions(partitions, new)
+    order = instance.get_dynamic_partitions(partitions)
     if ingest.unchanged:  # tables this instance has no materialization of are made again
         ingest.keep_only_materialized(
             instance.get_materialized_partitions(dg.AssetKey(t)) for t in INGEST_TABLES
@@ -525,13 +448,10 @@ def _ingest_then_release(
             defs.resolve_job_def("ingest_job"),
             instance,
             order,
-            roots,
             sizes,
             ingest,
-            options,
             on_block=lambda block: advance(sum(sizes[k] for k in block)),
         )
-    pin.unpin()  # past ingest the walk is not needed: the runs' tables hold the trials
     md = out / REPORT_MD
     result = ReleaseResult(False, md, md.with_suffix(".json"), out, "not_publishable", failed)
     result.reused_partitions = len(ingest.unchanged)
@@ -544,10 +464,13 @@ def _ingest_then_release(
         return result
     try:
         with progress.phase("dataset review, curation, publish gate and publishing"):
-            outcome = release_job.call()
-    except ForkedCallError as exc:
-        result.message = f"release_job: {exc}"[:800]
+            res = defs.resolve_job_def("release_job").execute_in_process(
+                instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
+            )
+    except Exception as exc:  # noqa: BLE001 (Dagster could not run the job: an outcome, said)
+        result.message = f"release_job: {type(exc).__name__}: {exc}"[:800]
         return result
+    outcome = _release_outcome(res)
     if outcome.get("interrupted"):  # told to stop (SIGTERM, Ctrl-C): as during an ingest run
         raise KeyboardInterrupt
     if outcome["status"] != PUBLISHED:  # nothing was published: the report is where it was made
@@ -572,30 +495,6 @@ def _ingest_then_release(
     result.hub_moved = bool(outcome.get("hub_moved"))
     result.message = outcome["message"]
     return result
-
-
-def _release_job(
-    defs: Any, instance: Any, roots: Sequence[str], pin: Pin, book: Path | None
-) -> dict[str, Any]:
-    """``release_job`` over the ingested tables on ``instance`` (in the process forked for
-    it): its outcome (:func:`_release_outcome`); ``book``, the release's tree book for the
-    trial pages (None: the pages walk the trials)."""
-    from bf_assets.batch.places import local_warehouse
-    from bf_assets.defs.storage import release_keepers
-    from bf_assets.pages.early import pages_alongside
-    from bf_assets.pages.site import PAGES_SUBDIR
-
-    pin.unpin()  # this process's copy of the walk: the tables hold the trials
-    pages = local_warehouse(roots).joinpath(*PAGES_SUBDIR)
-    try:
-        # the trial pages are made in the background while curation and the checks run
-        with pages_alongside(pages, pages.parent / "review.md", book):
-            res = defs.resolve_job_def("release_job").execute_in_process(
-                instance=instance, raise_on_error=False, tags={"release": "local"}, run_config=QUIET
-            )
-        return _release_outcome(res)
-    finally:
-        release_keepers()  # this process's idle connections (it leaves without exit handlers)
 
 
 def summary_line(r: ReleaseResult) -> str:

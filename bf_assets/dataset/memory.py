@@ -14,8 +14,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
@@ -55,18 +53,3 @@ def trim() -> bool:
         return False
     lib.malloc_trim(0)
     return True
-
-
-@contextmanager
-def frozen_heap() -> Iterator[None]:
-    """Within the block, what is alive on entry is left out of the cyclic collector's passes
-    (``gc.freeze``): a release holds Dagster's modules and its definitions, some hundreds of
-    thousands of objects that every full pass would walk again.  Processes forked inside keep
-    them frozen; on exit they are handed back to the collector (with whatever garbage the
-    imports left, which a collection first would cost more to find than it holds), so a
-    caller that goes on (a test, a long-lived process) loses nothing."""
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()

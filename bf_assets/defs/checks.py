@@ -19,7 +19,7 @@ from bf_assets.contract import CHECKS
 from bf_assets.curate.scan import PUBLISH_CHECKS
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.io_managers import PartitionTables
-from bf_assets.defs.publish import load_candidates, verified_index
+from bf_assets.defs.publish import load_candidates, verify_index
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
 
@@ -37,14 +37,11 @@ def gate_report(
     curated_rollouts: pd.DataFrame,
     review_report: DatasetReview,
     raw_trials: PartitionTables,
-    run_id: str | None = None,
 ) -> GateReport:
-    """The bundle verification against the dataset review's decision, computed once per
-    bundle, decision and input tables in a process (the seven checks and
-    ``published_dataset`` share it; with the in-process executor the bundle is scanned
-    once and the candidates are built once per run)."""
-    found = load_candidates(run_roots, review_report, raw_trials, run_id=run_id)
-    return verified_index(curated_rollouts, review_report, found)[2]
+    """The bundle verification against the dataset review's decision (the seven checks read
+    this one verification)."""
+    found = load_candidates(run_roots, review_report, raw_trials)
+    return verify_index(curated_rollouts, review_report, found)[2]
 
 
 def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:
@@ -98,7 +95,7 @@ def publish_gate_checks(
 ) -> Iterator[dg.AssetCheckResult]:
     """One step for the whole gate: the bundle is verified once against the decision and
     every check reads that one verification."""
-    report = gate_report(run_roots, curated_rollouts, review_report, raw_trials, context.run.run_id)
+    report = gate_report(run_roots, curated_rollouts, review_report, raw_trials)
     for name in GATE_CHECK_NAMES:
         yield check_result(name, report)
 

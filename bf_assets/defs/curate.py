@@ -71,7 +71,7 @@ def curated_rollouts(
 ) -> dg.Output[pd.DataFrame]:
     """The exported training rows, cleaned, as a release bundle (Parquet shards per config,
     card, report, manifest) on disk; the value is the bundle's file index."""
-    candidates = load_candidates(run_roots, review_report, raw_trials, run_id=context.run.run_id)
+    candidates = load_candidates(run_roots, review_report, raw_trials)
     bundle = build_bundle(
         review_report,
         candidates,

@@ -1,8 +1,9 @@
 """Ingest and gate assets, one partition per job directory.
 
 ``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit`` and ``trial_audits`` are
-one multi-asset (op ``ingest_trials``): each trial is read once, for its file inventory and
-its review (``bf_assets.batch.inventory.review_with_inventory``); the graph still shows
+one multi-asset (op ``ingest_trials``): the op finds its own partitions' trials and reads
+each once, for its file inventory and its review
+(``bf_assets.batch.inventory.review_with_inventory``); the graph still shows
 ``raw_trials`` → the other four.  Any subset can be materialized (``raw_trials`` alone reads
 the inventory only).  A run may cover several job partitions (a backfill's runs of up to
 ``BF_BACKFILL_PARTITIONS_PER_RUN`` partitions, the runs of ``bf-assets release`` and of a
@@ -28,8 +29,7 @@ from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schem
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.ranges import backfill_partitions_per_run
 from bf_assets.defs.resources import RunRoots
-from bf_assets.ingest.discovery import group_jobs
-from bf_assets.ingest.pinned import pinned_fingerprints, trials_of_jobs
+from bf_assets.ingest.discovery import group_jobs, trials_in_jobs
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import audit_frames, raw_frame, validated_frames
 
@@ -240,16 +240,14 @@ def ingest_trials(
     (the gate and every audit) and its tables: validated trials, findings, the skill audit
     and the audit findings."""
     keys = list(context.partition_keys)
-    refs = trials_of_jobs(run_roots.roots, keys)
+    refs = trials_in_jobs(run_roots.roots, keys)
     found = {t.job_key for t in refs}
     for k in keys:
         if k not in found:
             context.log.warning(f"no trials found for job {k!r}")
-    # What the sensor compares a job directory against, taken before the trials are read
-    # (by the release with its walk, else now), so an edit during the read is a change.
-    watched = pinned_fingerprints(run_roots.roots, keys)
-    if watched is None:
-        watched = {job.key: job.fingerprint for job in group_jobs(refs)}
+    # What the sensor compares a job directory against, taken before the trials are read,
+    # so an edit during the read is a change.
+    watched = {job.key: job.fingerprint for job in group_jobs(refs)}
     selected = set(context.op_execution_context.selected_output_names)
     reviews: list[TrialReview] | None = None
     if selected == {RAW}:
@@ -266,7 +264,7 @@ def ingest_trials(
             "trial_audits": audits,
         }
     meta = _partition_meta(keys, selected, tables, reviews)
-    reviews = None  # the next run's reviews may be arriving: hold only the tables
+    reviews = None  # hold only the tables while they are written
     for key, fingerprint in watched.items():
         if RAW in meta and key in meta[RAW]:
             meta[RAW][key][JOB_FINGERPRINT] = dg.MetadataValue.text(fingerprint)

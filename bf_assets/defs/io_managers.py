@@ -39,15 +39,9 @@ from upath import UPath
 
 from bf_assets.batch.ingest_state import partition_relpath
 from bf_assets.dataset.common import dump_parted, load_parted
-from bf_assets.dataset.memory import release_arrow_memory, trim
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
-from bf_assets.pages import early as early_pages
 
 PARTITION_COLUMN = "job"
-# ``DataFrame.attrs`` key of a loaded frame: which file, in which state, it was parsed from
-# (``path|mtime_ns|size|inode``), so callers can tell two loads of the same file apart from
-# different data without hashing it.
-SOURCE_ATTR = "bf_assets.source"
 # ``DataFrame.attrs`` key of a frame whose row count means something else than its rows
 # (``curated_rollouts`` is an index of files; its row count is the rows exported).
 ROW_COUNT_ATTR = "bf_assets.row_count"
@@ -78,17 +72,6 @@ class PartitionTables(Mapping[str, pd.DataFrame]):
 
     def frame(self, key: str, columns: Sequence[str] | None = None) -> pd.DataFrame:
         return self._read(self._paths[key], columns)
-
-    def sources(self) -> tuple[tuple[str, str], ...] | None:
-        """``(key, path|mtime_ns|size|inode)`` of every partition's file (what a loaded
-        frame's ``SOURCE_ATTR`` says); ``None`` when one is not a local file."""
-        out = []
-        for key in sorted(self._paths):
-            sig = _local_signature(self._paths[key])
-            if sig is None:
-                return None
-            out.append((key, _source_label(self._paths[key], sig)))
-        return tuple(out)
 
 
 def _is_dict_type(type_obj: Any) -> bool:
@@ -183,22 +166,14 @@ def _local_signature(path: UPath) -> tuple[int, int, int] | None:
     return st.st_mtime_ns, st.st_size, st.st_ino
 
 
-def _source_label(path: UPath, sig: tuple[int, int, int]) -> str:
-    """What ``SOURCE_ATTR`` says of a frame read from ``path`` in state ``sig``."""
-    return "|".join(map(str, (path, *sig)))
-
-
 def _read_frame(
     path: UPath, columns: Sequence[str] | None = None
 ) -> tuple[pd.DataFrame, tuple[int, int, int] | None]:
-    """A Parquet file's table (only ``columns`` when given) labelled with where it was read
-    from (``SOURCE_ATTR``, local files only), and the file's signature."""
+    """A Parquet file's table (only ``columns`` when given) and the file's signature (None
+    for a file that is not local)."""
     sig = _local_signature(path)
     with path.open("rb") as fh:
         df = pq.read_table(fh, columns=list(columns) if columns else None).to_pandas()
-    df.attrs.pop(SOURCE_ATTR, None)
-    if sig is not None:
-        df.attrs[SOURCE_ATTR] = _source_label(path, sig)
     return df, sig
 
 
@@ -251,7 +226,6 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         finally:
             if tmp.exists():
                 tmp.unlink()
-            release_arrow_memory()  # the table's buffers: only Arrow could use them again
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         hit = self._parsed.get(str(path))
@@ -381,11 +355,9 @@ class PickleUPathIOManager(dg.UPathIOManager):
                 tmp.unlink()
         if store is not None:
             _prune_stores(path, store.file_name(path.name))
-        trim()  # the pickler's memo and buffers, before a background render is forked
         sig = _local_signature(path)
         if sig is not None:  # the steps after it in this process read it without unpickling
             self._loaded = {str(path): (sig, obj)}
-            early_pages.offer(obj, _local(path))  # a one-process release: its pages start now
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
         sig = _local_signature(path)

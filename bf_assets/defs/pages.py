@@ -17,20 +17,14 @@ from bf_assets.batch.places import pages_url
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.conventions import code_version, owners
 from bf_assets.defs.resources import RunRoots, local_warehouse
-from bf_assets.pages.early import collect
 from bf_assets.pages.on_demand import sources_beside
 from bf_assets.pages.site import PAGES_SUBDIR, write_pages
-
-# Runs after the other ready steps of its run: in a one-process release its pages are made
-# in the background meanwhile (``bf_assets.pages.early``) and this step only collects them.
-LAST = {"dagster/priority": "-1"}
 
 
 @dg.asset(
     ins={"review_report": dg.AssetIn()},
     group_name="dataset",
     kinds={"html"},
-    op_tags=LAST,
     owners=owners(),
     code_version=code_version(__name__),
 )
@@ -43,14 +37,12 @@ def trial_pages(
     quarantined and rejected trials first, filterable by check id, harness and task."""
     out = local_warehouse(run_roots.roots).joinpath(*PAGES_SUBDIR)
     report = out.parent / "review.md"
-    res = collect(review_report, out, report)
-    if res is None:
-        res = write_pages(
-            review_report,
-            out,
-            report=report if report.is_file() else None,
-            on_demand=sources_beside(out),
-        ).summary()
+    res = write_pages(
+        review_report,
+        out,
+        report=report if report.is_file() else None,
+        on_demand=sources_beside(out),
+    ).summary()
     n_q = sum(1 for t in review_report.trials if t.verdict == "quarantined")
     n_r = sum(1 for t in review_report.trials if t.verdict == "rejected")
     context.log.info(

@@ -3,17 +3,14 @@
 ``published_dataset`` verifies the bundle itself (every ``PUBLISH_*`` check and the
 release verdict, ``bf_assets.publish.verify``) before writing anything, so a run that
 selects only this asset, bypassing the blocking checks of ``checks.py``, still refuses bad
-data (in a process that already verified the same bundle and candidates, the checks' result
-is reused).  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
+data.  It runs in the ``hf_hub`` pool so concurrent releases never race on a Hub repo.
 
 Publishing goes Hub first, local last (:meth:`PublishTarget.publish`): a failed Hub push
 leaves the local folder on its previous release, and the step's failure says where each
 target stands (also as metadata: ``local_state``, ``hub_state``, ``hub_moved``).
 """
 
-import hashlib
 import os
-import threading
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -29,7 +26,7 @@ from bf_assets.curate.scan import SCHEMA
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.conventions import code_version, owners, published_metadata
-from bf_assets.defs.io_managers import SOURCE_ATTR, PartitionTables
+from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, default_out_dir, env_path, local_warehouse
 from bf_assets.findings import finding
 from bf_assets.publish.bundle import BundleOptions
@@ -201,48 +198,11 @@ class PublishTarget(dg.ConfigurableResource):
         return [local_result, *results]
 
 
-def _sources(frames: Mapping[str, pd.DataFrame]) -> tuple[tuple[str, str], ...] | None:
-    """Where each frame was loaded from (``io_managers.SOURCE_ATTR``); ``None`` when one
-    frame does not say (then nothing is memoized)."""
-    if isinstance(frames, PartitionTables):
-        return frames.sources()
-    out = []
-    for key, df in sorted(frames.items()):
-        src = df.attrs.get(SOURCE_ATTR) if df is not None else None
-        if not isinstance(src, str):
-            return None
-        out.append((key, src))
-    return tuple(out)
-
-
-_CANDIDATES: dict[tuple[object, ...], dict[TrialKey, Candidate]] = {}
-_CANDIDATES_LOCK = threading.Lock()
-
-
 def load_candidates(
-    run_roots: RunRoots,
-    dataset: DatasetReview,
-    raw: Mapping[str, pd.DataFrame],
-    *,
-    run_id: str | None = None,
+    run_roots: RunRoots, dataset: DatasetReview, raw: Mapping[str, pd.DataFrame]
 ) -> dict[TrialKey, Candidate]:
-    """A candidate for each trial the dataset review exports (``curate.frames``).
-
-    With ``run_id``, computed once per run, review and table files (the asset, its six
-    checks and ``published_dataset`` share it when they run in one process)."""
-    r_src = _sources(raw)
-    key: tuple[object, ...] | None = None
-    if run_id is not None and r_src is not None:
-        key = (run_id, run_roots.model_dump_json(), id(dataset), r_src)
-    with _CANDIDATES_LOCK:
-        found = _CANDIDATES.get(key) if key is not None else None
-    if found is None:
-        found = exported_candidates(dataset, raw, run_roots.roots)
-        if key is not None:
-            with _CANDIDATES_LOCK:
-                _CANDIDATES.clear()  # keep only the latest run's
-                _CANDIDATES[key] = found
-    return found
+    """A candidate for each trial the dataset review exports (``curate.frames``)."""
+    return exported_candidates(dataset, raw, run_roots.roots)
 
 
 def verify_index(
@@ -262,40 +222,6 @@ def verify_index(
     if want.empty or not p.is_file() or sha256_file(p) != want.iloc[0]:
         report.add(finding(SCHEMA, "the bundle's manifest is not the one curated_rollouts wrote"))
     return bundle_dir, tag, report
-
-
-def _fingerprint(
-    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
-) -> str:
-    h = hashlib.sha256(repr(dataset.release_verdict).encode())
-    h.update(pd.util.hash_pandas_object(index.astype(str), index=False).values.tobytes())
-    for d in dataset.decision.decisions:
-        h.update(repr((d.key, d.reason, d.verdict)).encode())
-    for k in sorted(candidates):
-        h.update(repr((k, candidates[k].rollout_id)).encode())
-    return h.hexdigest()
-
-
-_VERIFIED: dict[str, tuple[Path, str, GateReport]] = {}
-_VERIFIED_LOCK = threading.Lock()
-
-
-def verified_index(
-    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
-) -> tuple[Path, str, GateReport]:
-    """:func:`verify_index`, memoized per process on the index, the decision and the
-    candidates (the bundle folder is content-addressed and every target checks what it
-    writes against the manifest): the six checks and ``published_dataset`` of one run scan
-    the bundle once."""
-    key = _fingerprint(index, dataset, candidates)
-    with _VERIFIED_LOCK:
-        if key in _VERIFIED:
-            return _VERIFIED[key]
-    out = verify_index(index, dataset, candidates)
-    with _VERIFIED_LOCK:
-        _VERIFIED.clear()  # keep only the latest bundle
-        _VERIFIED[key] = out
-    return out
 
 
 @dg.asset(
@@ -323,8 +249,8 @@ def published_dataset(
     """The release: Parquet shards, ``README.md`` card and ``meta/manifest.json`` in the local
     folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
     bundle that fails any publish check, whatever ran before it."""
-    found = load_candidates(run_roots, review_report, raw_trials, run_id=context.run.run_id)
-    bundle_dir, tag, report = verified_index(curated_rollouts, review_report, found)
+    found = load_candidates(run_roots, review_report, raw_trials)
+    bundle_dir, tag, report = verify_index(curated_rollouts, review_report, found)
     if not report.ok:
         raise dg.Failure(
             description=f"refusing to publish: {report.summary()}",
