@@ -38,7 +38,6 @@ from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path
 from bf_assets.files import write_atomic
-from bf_assets.ingest.treebook import TreeBook
 from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.on_demand import (
@@ -140,12 +139,10 @@ def write_pages(
     clean: bool = True,
     only: Collection[TrialKey] | None = None,
     report: str | os.PathLike[str] | None = None,
-    trees: TreeBook | None = None,
     on_demand: str | os.PathLike[str] | None = None,
 ) -> PagesResult:
     """Write the index and the page of every trial (or of ``only``); ``report`` is the
-    review report to link from the pages; ``trees``, the tree digests a release took of the
-    trials before reading them (a trial it has none for is walked).  With ``on_demand`` (a
+    review report to link from the pages.  With ``on_demand`` (a
     sources file, :mod:`bf_assets.pages.on_demand`) and no ``only``, only the pages a person
     needs are rendered (:func:`~bf_assets.pages.on_demand.needs_page`); what the others are
     made of goes to that file, and their pages are rendered when asked for
@@ -161,7 +158,7 @@ def write_pages(
     state: dict[str, str] = dict(old_state) if wanted is not None else {}
     hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
     code = code_digest() + rules_digest()
-    job = _Job(ds, out, clean, report_rel, old_state, code, trees or TreeBook())
+    job = _Job(ds, out, clean, report_rel, old_state, code)
     if wanted is not None:
         picked: Sequence[int] = [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
     elif on_demand is not None:
@@ -249,7 +246,6 @@ class _Job:
     report_rel: str | None
     old_state: dict[str, str]
     code: str
-    trees: TreeBook
 
 
 # The job of the pool being forked (the workers inherit it: the old state is not sent).
@@ -273,7 +269,7 @@ def _page_input(job: _Job, t: TrialReview) -> PageInput:
 def _one_page(job: _Job, inp: PageInput) -> Made:
     """One trial's page, rendered and written unless its digest says it is unchanged."""
     href = page_name(trial_key(inp.review), clean=job.clean)
-    digest = _page_digest(inp, clean=job.clean, code=job.code, tree=job.trees.get(inp.review.ref))
+    digest = _page_digest(inp, clean=job.clean, code=job.code)
     path = job.out / href
     if digest is not None and job.old_state.get(href) == digest:
         try:
@@ -330,13 +326,12 @@ def rules_digest() -> str:
     return h.hexdigest()
 
 
-def _page_digest(inp: PageInput, *, clean: bool, code: str, tree: str | None) -> str | None:
-    """Everything a page is made of (``tree``: the trial's tree digest, when already
-    taken); ``None`` when the trial's files cannot be read (then the page is always
-    rendered)."""
+def _page_digest(inp: PageInput, *, clean: bool, code: str) -> str | None:
+    """Everything a page is made of; ``None`` when the trial's files cannot be read (then
+    the page is always rendered)."""
     from bf_assets.ingest.discovery import trial_fingerprint
 
-    fp = tree if tree is not None else trial_fingerprint(inp.review.ref)
+    fp = trial_fingerprint(inp.review.ref)
     if fp is None:
         return None
     files = in_context("pages", fp)
