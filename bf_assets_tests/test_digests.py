@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from bf_assets.batch.run import _spill_chunk, review_trial, spill_options
-from bf_assets.batch.spill import slim_tuple
+from bf_assets.batch.slimreview import slim_tuple
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,

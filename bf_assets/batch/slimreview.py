@@ -20,16 +20,19 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from bf_assets.findings import Finding
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.identity import Identity
+from bf_assets.ingest.scan import FileEntry
 from bf_assets.review.record import TrialReview
 from bf_assets.review.story import TrialStory, partial_story
 
 _NO_SOURCES: dict[str, str] = {}
+_NO_FILES: list[FileEntry] = []
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +83,7 @@ class SlimReview:
         "trial_index",
         "reward",
         "odd",
+        "files",
     )
 
     def __init__(
@@ -92,6 +96,7 @@ class SlimReview:
         started_at: str | None,
         trial_index: int | None,
         reward: float | None,
+        files: list[FileEntry] | None = None,
     ) -> None:
         self.job_part = job_part
         self.cell = cell
@@ -102,6 +107,7 @@ class SlimReview:
         self.trial_index = trial_index
         self.reward = reward
         self.odd: tuple[str, str] | None = None
+        self.files: list[FileEntry] = files or _NO_FILES  # sandbox parity reads inventories
         if self.rel_path != ref.rel_path or self.path != ref.path:
             self.odd = (ref.rel_path, ref.path)  # not derivable: kept as they are
 
@@ -164,10 +170,6 @@ class SlimReview:
         return partial_story(self.state.execution, self.reward)
 
     @property
-    def files(self) -> list[Any]:
-        return []
-
-    @property
     def skills(self) -> dict[str, Any]:
         return {}
 
@@ -187,6 +189,7 @@ class SlimReview:
             self.trial_index,
             self.reward,
             self.odd,
+            self.files,
         )
 
     def restated(
@@ -260,7 +263,7 @@ class SlimReview:
             verdict=s.verdict,
             attribution=s.attribution,
             findings=s.findings,
-            files=[],
+            files=self.files,
             skills={},
             reward=self.reward,
             story=self.story,
@@ -277,11 +280,12 @@ def _slim_from(
     trial_index: int | None,
     reward: float | None,
     odd: tuple[str, str] | None,
+    files: list[FileEntry],
 ) -> SlimReview:
     s = SlimReview.__new__(SlimReview)
     s.job_part, s.cell, s.state = job_part, cell, state
     s.rollout, s.identity_rollout, s.started_at = rollout, identity_rollout, started_at
-    s.trial_index, s.reward, s.odd = trial_index, reward, odd
+    s.trial_index, s.reward, s.odd, s.files = trial_index, reward, odd, files
     return s
 
 
@@ -289,19 +293,121 @@ def _text(s: str | None) -> str | None:
     return sys.intern(s) if isinstance(s, str) else s
 
 
+# What a worker sends back per trial besides its JSON: plain values only (no dataclass, whose
+# pickling goes through Python-level __getstate__ / __setstate__ on both sides).
+SlimTuple = tuple[Any, ...]
+SLIM_VERDICT = 7  # where a slim tuple holds the verdict
+
+_IDENTITY_TEXT = (
+    "task_id",
+    "harness",
+    "model",
+    "skill_mode",
+    "sandbox",
+    "job",
+    "rollout",
+    "source_ref",
+    "task_digest",
+    "model_raw",
+)
+
+
+def slim_tuple(r: TrialReview) -> SlimTuple:
+    """``(identity texts, trial_index, started_at, layout, outcome, healthy, training_ready,
+    verdict, attribution, reward, execution, ((check, severity, file, line), ...))`` of ``r``:
+    exactly what :meth:`SlimMaker.from_tuple` needs to rebuild its slim review (the rest of
+    the trial's story travels in its JSON)."""
+    ident = r.identity
+    return (
+        tuple([getattr(ident, name) for name in _IDENTITY_TEXT]),
+        ident.trial_index,
+        ident.started_at,
+        r.layout,
+        r.outcome,
+        r.healthy,
+        r.training_ready,
+        r.verdict,
+        r.attribution,
+        r.reward,
+        r.story.execution,
+        tuple([(f.check, f.severity, f.file, f.line) for f in r.findings]),
+    )
+
+
 class SlimMaker:
-    """Makes the :class:`SlimReview` of whole reviews, sharing what trials share: equal job,
-    cell and state parts are one object each, equal rewards one float."""
+    """Makes slim reviews, sharing what trials share: equal job, cell and state parts are one
+    object each, equal slim findings and finding lists one object, equal rewards one float."""
 
     def __init__(self) -> None:
         self.parts: dict[Any, Any] = {}
         self.states: dict[tuple[Any, ...], StatePart] = {}
         self.floats: dict[tuple[float, float], float] = {}
+        self.findings: dict[Finding, Finding] = {}
+        self.lists: dict[tuple[Finding, ...], list[Finding]] = {}
 
+    # ------------------------------------------------------------------ findings
+    def slim_finding(
+        self, check: str, severity: str, file: str | None, line: int | None
+    ) -> Finding:
+        """The finding without message and evidence (what the dataset review reads)."""
+        f = Finding(sys.intern(check), sys.intern(severity), "", _text(file), line, None)
+        return self.findings.setdefault(f, f)
+
+    def finding_list(self, findings: Iterable[Finding]) -> list[Finding]:
+        """One shared list of ``findings`` (kept as they are: the caller slims them)."""
+        key = tuple(findings)
+        hit = self.lists.get(key)
+        if hit is None:
+            hit = self.lists[key] = list(key)
+        return hit
+
+    def slim_findings(self, findings: Iterable[Finding]) -> list[Finding]:
+        return self.finding_list(
+            self.slim_finding(f.check, f.severity, f.file, f.line) for f in findings
+        )
+
+    # ------------------------------------------------------------------ reviews
     def make(self, t: TrialReview, findings: list[Finding]) -> SlimReview:
         """The slim review of ``t`` with ``findings`` (the caller shares equal lists; never
-        written to) in place of its own; files, skills and identity sources are not kept."""
+        written to) in place of its own; skills, identity sources and all of the story but
+        its execution state are not kept, the file inventory when there is one is."""
         ref, ident = t.ref, t.identity
+        texts = [getattr(ident, name) for name in _IDENTITY_TEXT]
+        return self._slim(
+            ref,
+            texts,
+            ident.trial_index,
+            ident.started_at,
+            t.layout,
+            (t.outcome, t.healthy, t.training_ready, t.verdict, t.attribution),
+            t.reward,
+            t.story.execution,
+            findings,
+            t.files,
+        )
+
+    def from_tuple(self, s: SlimTuple, ref: TrialRef) -> SlimReview:
+        """The slim review of :func:`slim_tuple`'s ``s`` with the walk's own ``ref``."""
+        (texts, trial_index, started_at, layout, *state, reward, execution, fs) = s
+        findings = self.finding_list(self.slim_finding(*f) for f in fs)
+        return self._slim(
+            ref, texts, trial_index, started_at, layout, state, reward, execution, findings
+        )
+
+    def _slim(
+        self,
+        ref: TrialRef,
+        texts: Sequence[str | None],
+        trial_index: int | None,
+        started_at: str | None,
+        layout: str,
+        state: Sequence[Any],
+        reward: Any,
+        execution: str | None,
+        findings: list[Finding],
+        files: list[FileEntry] | None = None,
+    ) -> SlimReview:
+        kw = dict(zip(_IDENTITY_TEXT, texts, strict=True))
         job_part = self._share(
             JobPart(
                 sys.intern(ref.root),
@@ -310,53 +416,46 @@ class SlimMaker:
                 sys.intern(ref.layout),
                 sys.intern(ref.rel_path.rpartition("/")[0]),
                 ref.link_escape,
-                _text(ident.job),
+                _text(kw["job"]),
             )
         )
         cell = self._share(
             CellPart(
-                _text(ident.task_id),
-                _text(ident.harness),
-                _text(ident.model),
-                _text(ident.skill_mode),
-                _text(ident.sandbox),
-                _text(ident.source_ref),
-                _text(ident.task_digest),
-                sys.intern(t.layout),
-                _text(ident.model_raw),
+                _text(kw["task_id"]),
+                _text(kw["harness"]),
+                _text(kw["model"]),
+                _text(kw["skill_mode"]),
+                _text(kw["sandbox"]),
+                _text(kw["source_ref"]),
+                _text(kw["task_digest"]),
+                sys.intern(layout),
+                _text(kw["model_raw"]),
             )
         )
-        execution = t.story.execution
-        key = (
-            t.outcome,
-            t.healthy,
-            t.training_ready,
-            t.verdict,
-            t.attribution,
-            id(findings),
-            execution,
-        )
-        state = self.states.get(key)
-        if state is None or state.findings is not findings:
-            state = self.states[key] = StatePart(
-                sys.intern(t.outcome),
-                t.healthy,
-                t.training_ready,
-                sys.intern(t.verdict),
-                sys.intern(t.attribution),
+        outcome, healthy, ready, verdict, attribution = state
+        key = (outcome, healthy, ready, verdict, attribution, id(findings), execution)
+        part = self.states.get(key)
+        if part is None or part.findings is not findings:
+            part = self.states[key] = StatePart(
+                sys.intern(outcome),
+                healthy,
+                ready,
+                sys.intern(verdict),
+                sys.intern(attribution),
                 findings,
                 _text(execution),
             )
-        rollout = ident.rollout
+        rollout = kw["rollout"]
         return SlimReview(
             job_part,
             cell,
-            state,
+            part,
             ref,
             ref.rollout if rollout == ref.rollout else _text(rollout),
-            ident.started_at,
-            ident.trial_index,
-            self.reward(t.reward),
+            started_at,
+            trial_index,
+            self.reward(reward),
+            files,
         )
 
     def _share(self, part: Any) -> Any:

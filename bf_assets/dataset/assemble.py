@@ -213,9 +213,11 @@ def assemble(
     *,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
+    store: TrialStore | None = None,
 ) -> DatasetReview:
     """Coverage, quarantine and release verdict over reviewed trials (raises PlanError /
-    QuarantineError for a bad plan or quarantine file)."""
+    QuarantineError for a bad plan or quarantine file).  With a ``store`` the reviews are
+    slim ones and the store holds each one's whole review, in the same order."""
     plan = load_plan(plan_path) if plan_path else None
     entries = load_quarantine(quarantine_path) if quarantine_path else []
     oracle, noop = probe_rewards(reviews)
@@ -248,6 +250,7 @@ def assemble(
         release_verdict=assessment.verdict,
         decision=decision,
         plan=plan,
+        store=store,
     )
 
 

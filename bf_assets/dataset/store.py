@@ -26,7 +26,7 @@ import tempfile
 import time
 import uuid
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ from typing import Any
 import orjson
 
 from bf_assets.batch.slimreview import SlimMaker, SlimReview
-from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
 from bf_assets.review.record import TrialReview
@@ -47,11 +46,17 @@ class TrialStore:
     """Each trial's review JSON in one append-only file, by index; each trial's verdict as
     it was stored (the dataset review may change it)."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, unlinked: bool = False
+    ) -> None:
+        """``unlinked``: the file is removed at once and read through this process's own
+        descriptor (nothing is left behind if the process is killed; not to be persisted)."""
         if directory is not None:
             Path(directory).mkdir(parents=True, exist_ok=True)
             _clear_stale(Path(directory))
         fd, name = tempfile.mkstemp(prefix=STORE_PREFIX, suffix=".tmp", dir=directory)
+        if unlinked:
+            os.unlink(name)
         self.path = Path(name)
         self.token = uuid.uuid4().hex
         self.offset = array("q")
@@ -94,6 +99,13 @@ class TrialStore:
         if len(data) != n:
             raise OSError(f"trial store {self.path} is truncated at trial {index}")
         return data
+
+    def reorder(self, order: Sequence[int]) -> None:
+        """Index ``i`` becomes what index ``order[i]`` was (trials stored as they were
+        reviewed, put in the dataset review's order)."""
+        self.offset = array("q", (self.offset[p] for p in order))
+        self.length = array("q", (self.length[p] for p in order))
+        self.verdict_code = array("b", (self.verdict_code[p] for p in order))
 
     def stored_verdict(self, index: int) -> str:
         return self.verdicts[self.verdict_code[index]]
@@ -192,58 +204,53 @@ def _clear_stale(directory: Path) -> None:
 
 
 class StoreWriter:
-    """Turns full reviews into slim ones while their full JSON goes to a store."""
+    """Turns whole reviews into slim ones while their whole JSON goes to a store."""
 
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.store = TrialStore(directory)
-        self.interner = Interner()
         self.maker = SlimMaker()
-        self._blockers: dict[tuple[Finding, ...], list[Finding]] = {}
 
-    def add(self, t: TrialReview) -> TrialReview:
+    def add(self, t: TrialReview) -> SlimReview:
         ordered = sort_findings(t.findings)
         if ordered != t.findings:  # what the dataset review would make of it anyway
             t = replace(t, findings=ordered)
         self.store.append(orjson.dumps(t.to_json()), t.verdict)
         return self.slim(t)
 
-    def add_all(self, reviews: Iterable[TrialReview]) -> list[TrialReview]:
+    def add_all(self, reviews: Iterable[TrialReview]) -> list[SlimReview]:
         return [self.add(t) for t in reviews]
 
-    def slim(self, t: TrialReview) -> TrialReview:
-        """A :class:`SlimReview` (one object, its parts shared with other trials'); a review
-        with a file inventory stays a ``TrialReview`` with that inventory (sandbox parity and
-        the report read inventories; the release's reviews have none)."""
-        if any(f.severity == Severity.BLOCKER for f in t.findings):
-            # the report shows the first blocker's message: blockers keep theirs
-            key = tuple(
-                self.interner.finding(f)
-                if f.severity != Severity.BLOCKER
-                else Finding(f.check, f.severity, f.message, f.file, f.line, None)
-                for f in t.findings
-            )
-            findings = self._blockers.setdefault(key, list(key))
-        else:
-            findings = self.interner.finding_list(t.findings)
-        if not t.files:
-            return self.maker.make(t, findings)  # type: ignore[return-value]
-        s = self.interner.review(t, t.ref)
-        s.files = t.files
-        s.findings = findings
-        return s
+    def slim(self, t: TrialReview) -> SlimReview:
+        """The slim review of ``t`` (one object, its parts shared with other trials'); the
+        report shows the first blocker's message, so blockers keep theirs."""
+        m = self.maker
+        findings = m.finding_list(
+            m.slim_finding(f.check, f.severity, f.file, f.line)
+            if f.severity != Severity.BLOCKER
+            else Finding(f.check, f.severity, f.message, f.file, f.line, None)
+            for f in t.findings
+        )
+        return m.make(t, findings)
 
 
 def stored_json(store: TrialStore, index: int, extra: list[Finding], verdict: str) -> bytes:
     """Trial ``index``'s JSON after the dataset review: its stored JSON with the dataset
     review's findings (``extra``) merged in report order and its final ``verdict``."""
-    return final_json(store.get(index), extra, verdict, store.stored_verdict(index))
+    data = store.get(index)
+    if not extra and verdict == store.stored_verdict(index):
+        return data
+    obj = orjson.loads(data)
+    findings = [Finding.from_dict(f) for f in obj["findings"]] + list(extra)
+    obj["findings"] = [f.to_dict() for f in sort_findings(findings)]
+    obj["verdict"] = verdict
+    return orjson.dumps(obj)
 
 
-def full_review(slim: TrialReview | SlimReview, data: bytes) -> TrialReview:
+def full_review(slim: SlimReview, data: bytes) -> TrialReview:
     """The whole review of a slim one, from its JSON (``stored_json``)."""
     obj = orjson.loads(data)
     return replace(
-        slim.review() if isinstance(slim, SlimReview) else slim,
+        slim.review(),
         findings=[Finding.from_dict(f) for f in obj["findings"]],
         skills=obj.get("skills") or {},
         story=TrialStory.from_dict(obj),
