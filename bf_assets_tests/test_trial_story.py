@@ -24,12 +24,11 @@ from trialkit import (
 
 from bf_assets.batch.cache import ReviewCache
 from bf_assets.batch.run import review_roots
-from bf_assets.batch.slimreview import SlimMaker, slim_tuple
 from bf_assets.dataset.store import full_review
 from bf_assets.ingest.discovery import discover
 from bf_assets.pages.trial import PageInput, render_trial
 from bf_assets.review.options import ReviewOptions
-from bf_assets.review.record import TrialReview
+from bf_assets.review.record import SlimMaker, TrialReview, slim_tuple
 from bf_assets.review.story import MESSAGE_MAX, NO_STORY, TrialStory
 from bf_assets.review.tables import reviews_from_frame, validated_frames
 from bf_assets.review.trial import review_uncached
@@ -248,7 +247,7 @@ def test_the_story_survives_tables_cache_spill_and_store(tmp_path: Path) -> None
     for r in reviews:
         slim = SlimMaker().make(r, r.findings)
         assert slim.story.execution == r.story.execution
-        assert slim.review().story.verifier_outcome == r.story.verifier_outcome
+        assert slim.story.verifier_outcome == r.story.verifier_outcome
         whole = full_review(slim, orjson.dumps(r.to_json()))
         assert whole.story == r.story
         again = SlimMaker().from_tuple(slim_tuple(r), r.ref)

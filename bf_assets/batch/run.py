@@ -21,14 +21,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from bf_assets.batch.lifetime import end_with_parent
-from bf_assets.batch.slimreview import (
-    SLIM_VERDICT,
-    JobPart,
-    SlimMaker,
-    SlimReview,
-    SlimTuple,
-    slim_tuple,
-)
 from bf_assets.batch.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
@@ -37,7 +29,14 @@ from bf_assets.dataset.store import TrialStore
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
 from bf_assets.ingest.readers import clear_path_cache, for_review_only
 from bf_assets.review.options import ReviewOptions
-from bf_assets.review.record import TrialReview
+from bf_assets.review.record import (
+    SLIM_VERDICT,
+    JobPart,
+    SlimMaker,
+    SlimTuple,
+    TrialReview,
+    slim_tuple,
+)
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
@@ -319,7 +318,7 @@ def _report(roots: list[str], ds: DatasetReview, skipped: list[tuple[str, str]])
 
 
 def _prefix(part: JobPart) -> str:
-    """What the paths of a directory's trials start with (``SlimReview.rel_path``)."""
+    """What the paths of a directory's trials start with (``TrialReview.rel_path``)."""
     return part.rel_dir + "/" if part.rel_dir else ""
 
 
@@ -354,7 +353,7 @@ class _WalkReview:
         if self.progress is not None:
             self.progress(self.done, len(self.walked), slim_review.ref)
 
-    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[SlimReview]:
+    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
         clear_path_cache()
         walk = walk_roots(roots, self.skipped)
         more = False
@@ -392,7 +391,7 @@ class _WalkReview:
     def _sort_by_directory(self) -> list[int] | None:
         groups: dict[tuple[int, JobPart], list[int]] = {}
         for p, t in enumerate(self.results):
-            if t.odd is not None:
+            if not t.derived_paths:
                 return None
             groups.setdefault((self.root_of[p], t.job_part), []).append(p)
         heads = sorted(groups, key=lambda g: (g[0], _prefix(g[1])))

@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.slimreview import SlimReview
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import TrialKey, joined, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
@@ -226,7 +225,7 @@ def assemble(
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     merged: list[TrialReview] = []
     lists: dict[tuple[Finding, ...], list[Finding]] = {}  # equal merged lists: one object
-    states: dict[tuple[Any, ...], Any] = {}  # equal states of slim reviews: one object
+    states: dict[tuple[Any, ...], Any] = {}  # equal states: one object
     for r in reviews:
         key = trial_key(r)
         extra = cov.trial_findings.get(key, [])
@@ -235,10 +234,7 @@ def assemble(
             continue
         fs = sort_findings([*r.findings, *extra])
         fs = lists.setdefault(tuple(fs), fs)
-        if isinstance(r, SlimReview):
-            merged.append(r.restated(fs, verdicts[key], states))  # type: ignore[arg-type]
-        else:
-            merged.append(replace(r, findings=fs, verdict=verdicts[key]))
+        merged.append(r.restated(fs, verdicts[key], states))
     decision = decide_exports(merged, cov)
     assessment = assess_release(decision, cov)
     return DatasetReview(

@@ -27,16 +27,14 @@ import time
 import uuid
 from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bf_assets.batch.slimreview import SlimMaker, SlimReview
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
-from bf_assets.review.record import TrialReview
+from bf_assets.review.record import SlimMaker, TrialReview
 from bf_assets.review.story import TrialStory
 
 STORE_PREFIX = ".bf-trials-"
@@ -210,17 +208,17 @@ class StoreWriter:
         self.store = TrialStore(directory)
         self.maker = SlimMaker()
 
-    def add(self, t: TrialReview) -> SlimReview:
+    def add(self, t: TrialReview) -> TrialReview:
         ordered = sort_findings(t.findings)
         if ordered != t.findings:  # what the dataset review would make of it anyway
-            t = replace(t, findings=ordered)
+            t = t.replace(findings=ordered)
         self.store.append(orjson.dumps(t.to_json()), t.verdict)
         return self.slim(t)
 
-    def add_all(self, reviews: Iterable[TrialReview]) -> list[SlimReview]:
+    def add_all(self, reviews: Iterable[TrialReview]) -> list[TrialReview]:
         return [self.add(t) for t in reviews]
 
-    def slim(self, t: TrialReview) -> SlimReview:
+    def slim(self, t: TrialReview) -> TrialReview:
         """The slim review of ``t`` (one object, its parts shared with other trials'); the
         report shows the first blocker's message, so blockers keep theirs."""
         m = self.maker
@@ -246,11 +244,10 @@ def stored_json(store: TrialStore, index: int, extra: list[Finding], verdict: st
     return orjson.dumps(obj)
 
 
-def full_review(slim: SlimReview, data: bytes) -> TrialReview:
+def full_review(slim: TrialReview, data: bytes) -> TrialReview:
     """The whole review of a slim one, from its JSON (``stored_json``)."""
     obj = orjson.loads(data)
-    return replace(
-        slim.review(),
+    return slim.replace(
         findings=[Finding.from_dict(f) for f in obj["findings"]],
         skills=obj.get("skills") or {},
         story=TrialStory.from_dict(obj),
