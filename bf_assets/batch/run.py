@@ -232,7 +232,7 @@ def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple
 
 
 def spill_options(options: ReviewOptions) -> ReviewOptions:
-    """The options a spilled review is made with: neither its JSON nor its slim form holds
+    """The options a stored review is made with: neither its JSON nor its slim form holds
     the file inventory, so the files are not hashed, nor the files no check reads sized (the
     same findings, verdicts and JSON; a review the cache keeps has its digests and sizes)."""
     if options.cache_dir or options.hash_files:
