@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,10 +137,8 @@ class TrialReview:
         story: TrialStory = NO_STORY,  # how the run ended, its usage and tests (review.story)
     ) -> None:
         """A whole review."""
-        self.job_part = _job_part(ref, identity.job)
-        self.cell = _cell_part(
-            [getattr(identity, n) for n in _IDENTITY_TEXT], layout, intern=lambda s: s
-        )
+        self.job_part = _job_part(ref, identity.job, _same)
+        self.cell = _cell_part([getattr(identity, n) for n in _IDENTITY_TEXT], layout, _same)
         self.state = StatePart(
             outcome, healthy, training_ready, verdict, attribution, findings, story.execution
         )
@@ -174,6 +172,11 @@ class TrialReview:
             return own.paths[1]
         root = self.job_part.root
         return (root if root.endswith("/") else root + "/") + self.rel_path
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(job_key, rollout)``: the trial's identity across the dataset review."""
+        return (self.job_part.job_key, self.rollout)
 
     @property
     def derived_paths(self) -> bool:
@@ -404,31 +407,39 @@ def _record_from(
     return t
 
 
-def _job_part(ref: TrialRef, identity_job: str | None, intern: Any = None) -> JobPart:
-    i = intern or (lambda s: s)
+def _same(s: Any) -> Any:
+    return s
+
+
+def _text(s: Any) -> Any:
+    """``s`` interned when it is a string (equal texts of many trials: one object)."""
+    return sys.intern(s) if isinstance(s, str) else s
+
+
+def _job_part(ref: TrialRef, identity_job: str | None, text: Callable[[Any], Any]) -> JobPart:
     return JobPart(
-        i(ref.root),
-        i(ref.job_key),
-        i(ref.job),
-        i(ref.layout),
-        i(ref.rel_path.rpartition("/")[0]),
+        text(ref.root),
+        text(ref.job_key),
+        text(ref.job),
+        text(ref.layout),
+        text(ref.rel_path.rpartition("/")[0]),
         ref.link_escape,
-        _text(identity_job) if intern else identity_job,
+        text(identity_job),
     )
 
 
-def _cell_part(texts: Sequence[str | None], layout: str, intern: Any) -> CellPart:
+def _cell_part(texts: Sequence[str | None], layout: str, text: Callable[[Any], Any]) -> CellPart:
     kw = dict(zip(_IDENTITY_TEXT, texts, strict=True))
     return CellPart(
-        intern(kw["task_id"]),
-        intern(kw["harness"]),
-        intern(kw["model"]),
-        intern(kw["skill_mode"]),
-        intern(kw["sandbox"]),
-        intern(kw["source_ref"]),
-        intern(kw["task_digest"]),
-        intern(layout),
-        intern(kw["model_raw"]),
+        text(kw["task_id"]),
+        text(kw["harness"]),
+        text(kw["model"]),
+        text(kw["skill_mode"]),
+        text(kw["sandbox"]),
+        text(kw["source_ref"]),
+        text(kw["task_digest"]),
+        text(layout),
+        text(kw["model_raw"]),
     )
 
 
@@ -438,10 +449,6 @@ def _odd_paths(part: JobPart, ref: TrialRef) -> tuple[str, str] | None:
     rel = f"{d}/{ref.rollout}" if d else ref.rollout
     path = (root if root.endswith("/") else root + "/") + rel
     return None if rel == ref.rel_path and path == ref.path else (ref.rel_path, ref.path)
-
-
-def _text(s: str | None) -> str | None:
-    return sys.intern(s) if isinstance(s, str) else s
 
 
 # What a worker sends back per trial besides its JSON: plain values only (no dataclass, whose
@@ -461,6 +468,7 @@ _IDENTITY_TEXT = (
     "task_digest",
     "model_raw",
 )
+_JOB, _ROLLOUT = _IDENTITY_TEXT.index("job"), _IDENTITY_TEXT.index("rollout")
 
 
 def slim_tuple(r: TrialReview) -> SlimTuple:
@@ -549,8 +557,8 @@ class SlimMaker:
         findings: list[Finding],
         files: list[FileEntry] | None = None,
     ) -> TrialReview:
-        job_part = self._share(_job_part(ref, texts[5], intern=sys.intern))
-        cell = self._share(_cell_part(texts, layout, intern=_text))
+        job_part = self._share(_job_part(ref, texts[_JOB], _text))
+        cell = self._share(_cell_part(texts, layout, _text))
         outcome, healthy, ready, verdict, attribution = state
         key = (outcome, healthy, ready, verdict, attribution, id(findings), execution)
         part = self.states.get(key)
@@ -566,7 +574,7 @@ class SlimMaker:
             )
         paths = _odd_paths(job_part, ref)
         own = OwnPart(paths=paths, files=files) if paths is not None or files else None
-        rollout = texts[6]
+        rollout = texts[_ROLLOUT]
         return _record_from(
             job_part,
             cell,
