@@ -25,14 +25,12 @@ from bf_assets.batch.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
-from bf_assets.dataset.store import TrialStore
+from bf_assets.dataset.store import StoreWriter
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
 from bf_assets.ingest.readers import clear_path_cache, for_review_only
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.record import (
-    SLIM_VERDICT,
     JobPart,
-    SlimMaker,
     SlimTuple,
     TrialReview,
     slim_tuple,
@@ -295,9 +293,10 @@ def review_roots(
         trials = review_refs(disc.trials, opts, progress)
         ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
         return _report(names, ds, disc.skipped)
-    store = TrialStore(unlinked=True)
+    writer = StoreWriter(unlinked=True)
+    store = writer.store
     try:
-        walk = _WalkReview(opts, store, progress)
+        walk = _WalkReview(opts, writer, progress)
         reviewed = walk.run(roots)
         ds = assemble(
             reviewed,
@@ -327,9 +326,11 @@ class _WalkReview:
     worker pool as soon as they are discovered, whole reviews to the store as JSON, slim
     ones stay; at the end everything is put in ``discover``'s order."""
 
-    def __init__(self, opts: ReviewOptions, store: TrialStore, progress: ProgressFn | None) -> None:
+    def __init__(
+        self, opts: ReviewOptions, writer: StoreWriter, progress: ProgressFn | None
+    ) -> None:
         self.opts = opts
-        self.store = store
+        self.writer = writer
         self.progress = progress
         self.skipped: list[tuple[str, str]] = []
         # each walked trial's ref until its slim review is back (then the slim one is kept)
@@ -338,15 +339,13 @@ class _WalkReview:
         self.stored_at = array("q")  # each walked trial's index in the store
         self.results: list[Any] = []
         self.order = array("I")  # discover's order, once the walk is over
-        self.maker = SlimMaker()
         self.done = 0
 
     def keep(self, p: int, item: tuple[bytes, SlimTuple]) -> None:
         data, slim = item
-        self.stored_at[p] = self.store.append(data, slim[SLIM_VERDICT])
         ref = self.walked[p]
         assert ref is not None
-        slim_review = self.maker.from_tuple(slim, ref)
+        self.stored_at[p], slim_review = self.writer.add_stored(data, slim, ref)
         self.results[p] = slim_review
         self.walked[p] = None  # the ref's names live on in the slim review
         self.done += 1
@@ -372,7 +371,7 @@ class _WalkReview:
                 assert ref is not None
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
         self._sort()
-        self.store.reorder([self.stored_at[p] for p in self.order])
+        self.writer.store.reorder([self.stored_at[p] for p in self.order])
         trials = [self.results[p] for p in self.order]
         self.walked, self.results = [], []  # the slim reviews hold what is still needed
         return trials

@@ -34,7 +34,8 @@ import orjson
 
 from bf_assets.contract import Severity
 from bf_assets.findings import Finding, sort_findings
-from bf_assets.review.record import SlimMaker, TrialReview
+from bf_assets.ingest.discovery import TrialRef
+from bf_assets.review.record import SLIM_VERDICT, SlimMaker, SlimTuple, TrialReview
 from bf_assets.review.story import TrialStory
 
 STORE_PREFIX = ".bf-trials-"
@@ -202,10 +203,13 @@ def _clear_stale(directory: Path) -> None:
 
 
 class StoreWriter:
-    """Turns whole reviews into slim ones while their whole JSON goes to a store."""
+    """Keeps slim reviews while their whole JSON goes to a store: of whole reviews
+    (:meth:`add`), and of reviews a worker made (:meth:`add_stored`)."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.store = TrialStore(directory)
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, unlinked: bool = False
+    ) -> None:
+        self.store = TrialStore(directory, unlinked=unlinked)
         self.maker = SlimMaker()
 
     def add(self, t: TrialReview) -> TrialReview:
@@ -217,6 +221,13 @@ class StoreWriter:
 
     def add_all(self, reviews: Iterable[TrialReview]) -> list[TrialReview]:
         return [self.add(t) for t in reviews]
+
+    def add_stored(self, data: bytes, s: SlimTuple, ref: TrialRef) -> tuple[int, TrialReview]:
+        """A review a worker made: its JSON ``data`` to the store, and its store index and
+        slim review from its slim tuple ``s`` (``bf_assets.review.record.slim_tuple``: no
+        finding messages, not even blockers'; ``bf-assets review`` prints no report)."""
+        index = self.store.append(data, s[SLIM_VERDICT])
+        return index, self.maker.from_tuple(s, ref)
 
     def slim(self, t: TrialReview) -> TrialReview:
         """The slim review of ``t`` (one object, its parts shared with other trials'); the
