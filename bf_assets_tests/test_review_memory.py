@@ -19,12 +19,12 @@ from bf_assets.review.options import ReviewOptions
 from bf_assets.sample.generator import generate_corpus
 
 SMALL, LARGE = 100, 500  # both reviewed by worker processes (64 trials or more)
-# Kept per trial by the report (slim review, its share of the dataset review, spill index).
-# Without a plan every attempt is a coverage slot of its own (repeats are trials, not
-# duplicates), a slim review keeps its execution state, and findings on JSON files carry
-# their own line and excerpt (fewer equal lists to share): about 900 bytes measured here
-# (1,300 before slim reviews). The bound still fails a per-trial copy of
-# a review's files or story, and any growth with a trial's size.
+# Kept per trial by the report (slim review, its share of the dataset review with its export
+# decision, store index). Without a plan every attempt is a coverage slot of its own
+# (repeats are trials, not duplicates), a slim review keeps its execution state, and
+# findings on JSON files carry their own line and excerpt (fewer equal lists to share):
+# about 960 bytes measured here. The bound still fails a per-trial copy of a review's files
+# or story, and any growth with a trial's size.
 MAX_RETAINED_PER_TRIAL = 1000
 
 
