@@ -19,6 +19,7 @@ the IO manager that stores the review places the file beside the pickle
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -54,9 +55,11 @@ class TrialStore:
             Path(directory).mkdir(parents=True, exist_ok=True)
             _clear_stale(Path(directory))
         fd, name = tempfile.mkstemp(prefix=STORE_PREFIX, suffix=".tmp", dir=directory)
-        if unlinked:
-            os.unlink(name)
         self.path = Path(name)
+        self._temporary = True
+        if unlinked:
+            with contextlib.suppress(OSError):  # where an open file cannot be removed,
+                os.unlink(name)  # it is removed by discard()
         self.token = uuid.uuid4().hex
         self.offset = array("q")
         self.length = array("q")
@@ -65,7 +68,6 @@ class TrialStore:
         self._fd: int | None = fd
         self._pid = os.getpid()
         self._end = 0
-        self._temporary = True
 
     def __len__(self) -> int:
         return len(self.offset)
