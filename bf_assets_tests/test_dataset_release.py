@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from bf_assets.dataset.common import trial_key
@@ -41,7 +40,7 @@ def _run(reviews: list[TrialReview], plan: Any, entries: Sequence[QuarantineEntr
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
-    decision = decide_exports([replace(r, verdict=v) for r, v in pairs], cov)
+    decision = decide_exports([r.replace(verdict=v) for r, v in pairs], cov)
     return assess_release(decision, cov), pairs, cov, decision.exported_keys()
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +103,7 @@ def _report(
     applied = apply_quarantine(reviews, entries)
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     pairs = [(r, verdicts[trial_key(r)]) for r in reviews]
-    a = assess_release(decide_exports([replace(r, verdict=v) for r, v in pairs], cov), cov)
+    a = assess_release(decide_exports([r.replace(verdict=v) for r, v in pairs], cov), cov)
     md = render_report(
         reviews,
         cov,

@@ -10,7 +10,6 @@ import orjson
 import pytest
 
 from bf_assets.batch.run import _spill_chunk, review_trial, spill_options
-from bf_assets.batch.spill import slim_tuple
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,
@@ -21,6 +20,7 @@ from bf_assets.ingest.readers import (
 )
 from bf_assets.ingest.rowstream import read_rows
 from bf_assets.review.options import ReviewOptions
+from bf_assets.review.record import slim_tuple
 from bf_assets_tests.trialkit import build_trial, timeout_spec
 
 OFF = replace(DEFAULT_LIMITS, digests=False)

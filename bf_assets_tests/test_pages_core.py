@@ -3,7 +3,6 @@ cleaning, bounded output on a heavy trial, the index, the asset and ``bf-assets 
 
 from __future__ import annotations
 
-import dataclasses
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -249,7 +248,7 @@ def test_a_cited_line_deep_in_a_giant_line_is_shown_around_its_evidence(
         tail = fh.read(4000).decode(errors="replace")
     needle = tail[1000:1040]
     f = Finding("GATE_ROW_SHAPE", "blocker", "test finding", "results.jsonl", 1, needle)
-    probe = dataclasses.replace(t, findings=[f], verdict="rejected")
+    probe = t.replace(findings=[f], verdict="rejected")
     with peak_traced_memory() as peak:
         html, facts = render_trial(PageInput(review=probe))
     assert facts.windows == 1
@@ -466,8 +465,7 @@ def test_cited_files_outside_the_trial_or_special_are_not_opened(
     (t.path / "artifacts" / "link.txt").symlink_to(outside)
     ds = review_dataset(runs_root)
     [r] = ds.trials
-    probe = dataclasses.replace(
-        r,
+    probe = r.replace(
         findings=[
             Finding("GATE_UNREADABLE", "blocker", "fifo", "verifier/fifo.txt", 1),
             Finding("GATE_UNREADABLE", "blocker", "link", "artifacts/link.txt", 1),
@@ -489,9 +487,7 @@ def test_a_long_line_is_clipped_and_the_window_says_so(runs_root: Path) -> None:
     t.append_line(ACP_FILE, '{"type": "agent_message", "text": "' + big + '"}')
     ds = review_dataset(runs_root)
     [r] = ds.trials
-    probe = dataclasses.replace(
-        r, findings=[Finding("HACK_SUSPECTED", "quarantine", "m", ACP_FILE, 4)]
-    )
+    probe = r.replace(findings=[Finding("HACK_SUSPECTED", "quarantine", "m", ACP_FILE, 4)])
     html, _ = render_trial(PageInput(review=probe))
     assert len(html) < 200 * 1024
     assert "bytes not shown" in html and "characters not shown" in html

@@ -7,7 +7,6 @@ import base64
 import random
 import re
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +180,7 @@ def _review(mode: str, reward: float | None, **kw: object) -> TrialReview:
     if reward is None:
         outcome = Outcome.UNHEALTHY.value
     r = make_review(skill_mode=mode, outcome=outcome, **kw)  # type: ignore[arg-type]
-    return replace(r, reward=reward)
+    return r.replace(reward=reward)
 
 
 def _hostile() -> tuple[str, str]:

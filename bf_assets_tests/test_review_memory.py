@@ -13,19 +13,18 @@ import orjson
 import pytest
 
 from bf_assets.batch.run import ReviewReport, review_roots
-from bf_assets.batch.slimreview import SlimReview
 from bf_assets.cli.main import _table
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.review.options import ReviewOptions
 from bf_sample.generator import generate_corpus
 
 SMALL, LARGE = 100, 500  # both reviewed by worker processes (64 trials or more)
-# Kept per trial by the report (slim review, its share of the dataset review, spill index).
-# Without a plan every attempt is a coverage slot of its own (repeats are trials, not
-# duplicates), a slim review keeps its execution state, and findings on JSON files carry
-# their own line and excerpt (fewer equal lists to share): about 900 bytes measured here
-# (1,300 before SlimReview and StreamedDataset). The bound still fails a per-trial copy of
-# a review's files or story, and any growth with a trial's size.
+# Kept per trial by the report (slim review, its share of the dataset review with its export
+# decision, store index). Without a plan every attempt is a coverage slot of its own
+# (repeats are trials, not duplicates), a slim review keeps its execution state, and
+# findings on JSON files carry their own line and excerpt (fewer equal lists to share):
+# about 960 bytes measured here. The bound still fails a per-trial copy of a review's files
+# or story, and any growth with a trial's size.
 MAX_RETAINED_PER_TRIAL = 1000
 
 
@@ -43,11 +42,11 @@ def _measure(jobs: Path) -> tuple[int, int]:
     """(bytes retained by the report, trials): tracemalloc in this process, the one that
     keeps the slim reviews (the workers' own memory is theirs)."""
     opts = ReviewOptions(workers=2)
-    review_roots([jobs], opts, spill=True).close()  # imports, caches and rules loaded once
+    review_roots([jobs], opts, slim=True).close()  # imports, caches and rules loaded once
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        report = review_roots([jobs], opts, spill=True)
+        report = review_roots([jobs], opts, slim=True)
         kept = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
@@ -67,11 +66,7 @@ def test_memory_per_trial_is_bounded(corpora: dict[int, Path]) -> None:
 def _outputs(report: ReviewReport) -> tuple[list[object], bytes, dict[str, object], bool]:
     table = io.BytesIO()
     _table(report, table)
-    trials = (
-        [orjson.loads(b) for b in report.trial_json()]
-        if report.spill or not report.streamed
-        else []
-    )
+    trials = [orjson.loads(b) for b in report.trial_json()]
     return trials, table.getvalue(), report.summary, report.all_publishable()
 
 
@@ -94,16 +89,13 @@ def test_slim_path_prints_what_the_in_memory_review_prints(
 ) -> None:
     opts = ReviewOptions(workers=2, plan_path=str(_plan(tmp_path)) if with_plan else None)
     full = review_roots([corpora[SMALL]], opts)
-    with_json = review_roots([corpora[SMALL]], opts, spill=True)
-    table_only = review_roots([corpora[SMALL]], opts, slim=True)
+    slim = review_roots([corpora[SMALL]], opts, slim=True)
     try:
-        want = _outputs(full)
-        assert _outputs(with_json) == want
-        assert _outputs(table_only)[1:] == want[1:]
+        assert _outputs(slim) == _outputs(full)
     finally:
-        with_json.close()
-    assert all(isinstance(t, SlimReview) for t in with_json.trials)
-    assert with_json.streamed is not None and table_only.spill is None
+        slim.close()
+    assert all(not t.whole for t in slim.trials) and all(t.whole for t in full.trials)
+    assert slim.dataset.store is not None and full.dataset.store is None
 
 
 def test_slim_path_with_keys_shared_between_roots(corpora: dict[int, Path], tmp_path: Path) -> None:
@@ -120,7 +112,7 @@ def test_slim_path_with_keys_shared_between_roots(corpora: dict[int, Path], tmp_
     )
     opts = ReviewOptions(workers=1, quarantine_path=str(q))
     full = review_roots(roots, opts)
-    slim = review_roots(roots, opts, spill=True)
+    slim = review_roots(roots, opts, slim=True)
     try:
         assert _outputs(slim) == _outputs(full)
     finally:
@@ -134,8 +126,8 @@ def test_slim_review_reads_like_the_review(corpora: dict[int, Path]) -> None:
     slim = review_roots([corpora[SMALL]], opts, slim=True)
     assert len(full.trials) == len(slim.trials)
     for f, s in zip(full.trials, slim.trials, strict=True):
-        assert isinstance(s, SlimReview)
-        r = s.review()
+        assert not s.whole
+        r = s.replace()  # a whole review of the slim one's values
         assert r.ref == f.ref and s.ref.path == f.ref.path and s.ref.rel_path == f.ref.rel_path
         assert (s.ref.job_key, s.ref.rollout, s.ref.root) == (
             f.ref.job_key,
@@ -149,6 +141,7 @@ def test_slim_review_reads_like_the_review(corpora: dict[int, Path]) -> None:
         assert si.slot() == fi.slot()
         for name in ("layout", "outcome", "healthy", "training_ready", "attribution", "reward"):
             assert getattr(s, name) == getattr(f, name) == getattr(r, name), name
+    slim.close()
 
 
 def test_trial_ref_keeps_its_path_only_when_it_is_not_derived() -> None:

@@ -1,5 +1,6 @@
-"""Spilled reviews (the CLI's flat-memory path) print exactly what the in-memory review
-prints, including trials whose findings or verdict the dataset review changed."""
+"""Slim reviews with their whole reviews in the store (the CLI's flat-memory path) print
+exactly what the in-memory review prints, including trials whose findings or verdict the
+dataset review changed."""
 
 from pathlib import Path
 
@@ -27,7 +28,9 @@ def test_spilled_output_equals_the_in_memory_review(
         workers=workers, quarantine_path=str(quarantine_first_trial(corpus, tmp_path))
     )
     full = review_roots([corpus / "jobs"], opts)
-    slim = review_roots([corpus / "jobs"], opts, spill=True)
+    slim = review_roots([corpus / "jobs"], opts, slim=True)
+    # the store's file was removed at once: a killed review leaves nothing behind
+    assert slim.dataset.store is not None and not slim.dataset.store.path.exists()
     try:
         assert [orjson.loads(b) for b in slim.trial_json()] == [
             orjson.loads(b) for b in full.trial_json()

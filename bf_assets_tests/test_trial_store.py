@@ -37,9 +37,7 @@ def reviews(corpus: Path) -> list:
 
 def _stored(reviews: list, tmp_path: Path, quarantine: str):
     writer = StoreWriter(tmp_path / "store")
-    ds = assemble(writer.add_all(reviews), quarantine_path=quarantine)
-    ds.store = writer.store
-    return ds
+    return assemble(writer.add_all(reviews), quarantine_path=quarantine, store=writer.store)
 
 
 def test_stored_review_gives_the_whole_reviews_outputs(
@@ -74,24 +72,22 @@ def test_reviews_without_inventory_are_kept_as_slim_reviews(
     corpus: Path, reviews: list, tmp_path: Path
 ) -> None:
     """The release's reviews (rebuilt from the warehouse tables) have no inventory: each is
-    kept as one SlimReview, and every output is still the whole reviews' one, also after a
-    pickle round trip."""
+    kept slim, with nothing of its own but its values, and every output is still the whole
+    reviews' one, also after a pickle round trip."""
     from dataclasses import replace
 
-    from bf_assets.batch.slimreview import SlimReview
-
-    bare = [replace(t, files=[]) for t in reviews]
+    bare = [t.replace(files=[]) for t in reviews]
     q = str(quarantine_first_trial(corpus, tmp_path))
     full = assemble(bare, quarantine_path=q)
     ds = _stored(bare, tmp_path, q)
-    assert all(isinstance(t, SlimReview) for t in ds.trials)
+    assert all(not t.whole and t.own is None for t in ds.trials)
     back = pickle.loads(pickle.dumps(ds))
-    assert all(isinstance(t, SlimReview) for t in back.trials)
+    assert all(not t.whole and t.own is None for t in back.trials)
     for got in (ds, back):
         for i, t in enumerate(full.trials):
             assert orjson.loads(got.trial_json(i)) == t.to_json()
             whole = got.full_trial(i)
-            assert whole == replace(t, identity=replace(t.identity, sources={}))
+            assert whole == t.replace(identity=replace(t.identity, sources={}))
             assert got.trials[i].ref.path == t.ref.path
             assert got.trials[i].identity.slot() == t.identity.slot()
         assert got.decision.decisions == full.decision.decisions

@@ -24,13 +24,11 @@ from trialkit import (
 
 from bf_assets.batch.cache import ReviewCache
 from bf_assets.batch.run import review_roots
-from bf_assets.batch.slimreview import SlimMaker
-from bf_assets.batch.spill import Interner, slim_tuple
 from bf_assets.dataset.store import full_review
 from bf_assets.ingest.discovery import discover
 from bf_assets.pages.trial import PageInput, render_trial
 from bf_assets.review.options import ReviewOptions
-from bf_assets.review.record import TrialReview
+from bf_assets.review.record import SlimMaker, TrialReview, slim_tuple
 from bf_assets.review.story import MESSAGE_MAX, NO_STORY, TrialStory
 from bf_assets.review.tables import reviews_from_frame, validated_frames
 from bf_assets.review.trial import review_uncached
@@ -249,17 +247,17 @@ def test_the_story_survives_tables_cache_spill_and_store(tmp_path: Path) -> None
     for r in reviews:
         slim = SlimMaker().make(r, r.findings)
         assert slim.story.execution == r.story.execution
-        assert slim.review().story.verifier_outcome == r.story.verifier_outcome
+        assert slim.story.verifier_outcome == r.story.verifier_outcome
         whole = full_review(slim, orjson.dumps(r.to_json()))
         assert whole.story == r.story
-        again = Interner().from_slim(slim_tuple(r), r.ref)
+        again = SlimMaker().from_tuple(slim_tuple(r), r.ref)
         assert again.story.execution == r.story.execution
     assert {r.story.execution for r in reviews} == {"finished", "agent_timeout"}
 
 
 def test_the_cli_json_carries_the_story(tmp_path: Path) -> None:
     timeout_spec().write(tmp_path)
-    report = review_roots([tmp_path], ReviewOptions(workers=1), spill=True)
+    report = review_roots([tmp_path], ReviewOptions(workers=1), slim=True)
     try:
         (j,) = [orjson.loads(b) for b in report.trial_json()]
     finally:
@@ -496,7 +494,7 @@ def test_real_self_generated_runs_carry_their_mode(real: dict[str, TrialReview])
 def test_real_repeats_without_a_plan_are_not_duplicates(fixtures_dir: Path) -> None:
     """minimax's two with-skill adaptive-cruise-control runs (and the two copies of
     lab-unit-harmonization) are attempts of one cell: trials, not COVERAGE_DUPLICATE."""
-    report = review_roots([fixtures_dir / HARBOR], ReviewOptions(workers=1), spill=True)
+    report = review_roots([fixtures_dir / HARBOR], ReviewOptions(workers=1), slim=True)
     try:
         trials = [orjson.loads(b) for b in report.trial_json()]
     finally:

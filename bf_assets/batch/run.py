@@ -17,17 +17,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from bf_assets.batch.slimreview import JobPart, SlimReview
-from bf_assets.batch.spill import Interner, SlimTuple, Spill, final_json, slim_tuple
-from bf_assets.batch.streamed import VERDICTS, StreamedDataset, with_decision
 from bf_assets.batch.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
+from bf_assets.dataset.store import StoreWriter
 from bf_assets.ingest.discovery import TrialRef, discover, walk_roots
 from bf_assets.ingest.readers import clear_path_cache, for_review_only
 from bf_assets.review.options import ReviewOptions
-from bf_assets.review.record import TrialReview
+from bf_assets.review.record import (
+    JobPart,
+    SlimTuple,
+    TrialReview,
+    slim_tuple,
+)
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
@@ -71,18 +74,18 @@ ProgressFn = Callable[[int, int, TrialRef], None]
 
 @dataclass(slots=True)
 class ReviewReport:
-    """What a review batch prints.  In memory (``review_roots`` without ``slim``) ``trials``
-    are the assembled reviews and ``dataset`` the dataset review; the CLI's slim path keeps
-    the slim reviews as reviewed in ``trials``, the dataset review in ``streamed`` and, with
-    ``spill``, each trial's JSON on disk."""
+    """What a review batch prints: the dataset review of every trial found under ``roots``
+    (its ``trials`` are the reviews after it), what was found that is not a trial, and the
+    summary.  Close it when done (the dataset review's store, when it has one)."""
 
     roots: list[str]
-    trials: list[TrialReview] | list[SlimReview]
+    dataset: DatasetReview
     skipped: list[tuple[str, str]]
     summary: dict[str, Any]
-    dataset: DatasetReview | None = None
-    spill: Spill | None = None  # the trials' full JSON when reviewed with spill=True
-    streamed: StreamedDataset | None = None
+
+    @property
+    def trials(self) -> list[TrialReview]:
+        return self.dataset.trials
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,48 +95,34 @@ class ReviewReport:
 
     def final_trials(self) -> Iterator[TrialReview]:
         """Each trial after the dataset review (its findings and verdict), in order."""
-        if self.streamed is not None:
-            return self.streamed.final_trials()
-        return iter(self.trials)
+        return iter(self.dataset.trials)
 
     def all_publishable(self) -> bool:
         """The CLI's exit-0 condition: at least one trial, each healthy and publishable."""
-        if self.streamed is not None:
-            return self.streamed.tally.all_publishable()
-        return all_publishable(self.trials)
+        return all_publishable(self.dataset.trials)
 
     def trial_json(self) -> Iterator[bytes]:
         """Each trial's JSON (``TrialReview.to_json``) after the dataset review, in order,
         with its export decision (``exported``, ``export_reason``, ``export_detail``)."""
-        if self.streamed is None:
-            decision = self.dataset.decision if self.dataset is not None else None
-            for t in self.trials:
-                yield _with_decision(orjson.dumps(t.to_json()), decision, t)
-            return
-        if self.spill is None:
-            raise ValueError("the trials' JSON was not kept (review_roots without spill=True)")
-        ds = self.streamed
-        extra = ds.coverage.trial_findings
-        for i, t in enumerate(self.trials):
-            verdict = VERDICTS[ds.verdicts[i]]
-            data = final_json(self.spill.get(i), extra.get(trial_key(t), []), verdict, t.verdict)
-            yield with_decision(data, ds.decision_fields(i))
+        ds = self.dataset
+        for i, t in enumerate(ds.trials):
+            yield _with_decision(ds.trial_json(i), ds.decision, t)
 
     def close(self) -> None:
-        if self.spill is not None:
-            self.spill.close()
+        if self.dataset.store is not None:
+            self.dataset.store.discard()
 
 
-def _with_decision(data: bytes, decision: ExportDecision | None, t: TrialReview) -> bytes:
-    """A trial's JSON object with its export decision appended (spliced before the closing
-    brace)."""
-    d = decision.get(trial_key(t)) if decision is not None else None
-    if d is None:
+def _with_decision(data: bytes, decision: ExportDecision, t: TrialReview) -> bytes:
+    """A trial's JSON object with its export decision's members spliced in before the
+    closing brace."""
+    d = decision.get(trial_key(t))
+    if d is None or not data.endswith(b"}"):
         return data
     fields = orjson.dumps(
         {"exported": d.exported, "export_reason": d.reason, "export_detail": d.detail}
     )
-    return with_decision(data, fields[1:])
+    return data[:-1] + b"," + fields[1:]
 
 
 PARALLEL_MIN_TRIALS = 64
@@ -201,7 +190,7 @@ def _spill_chunk(refs: Sequence[TrialRef], options: ReviewOptions) -> list[tuple
 
 
 def spill_options(options: ReviewOptions) -> ReviewOptions:
-    """The options a spilled review is made with: neither its JSON nor its slim form holds
+    """The options a stored review is made with: neither its JSON nor its slim form holds
     the file inventory, so the files are not hashed, nor the files no check reads sized (the
     same findings, verdicts and JSON; a review the cache keeps has its digests and sizes)."""
     if options.cache_dir or options.hash_files:
@@ -240,81 +229,80 @@ def review_roots(
     options: ReviewOptions | None = None,
     progress: ProgressFn | None = None,
     *,
-    spill: bool = False,
     slim: bool = False,
 ) -> ReviewReport:
-    """Discover, review and assemble.  ``slim=True`` (the CLI) keeps slim reviews in memory
-    and runs the dataset review one trial at a time (``StreamedDataset``); ``spill=True``
-    (implies ``slim``) also keeps each trial's JSON on disk: read it back with
-    ``ReviewReport.trial_json``; close the report when done."""
+    """Discover, review, and the dataset review (``assemble``) over every trial.  Without
+    ``slim`` the whole reviews stay in memory.  With ``slim`` (the CLI) trials are reviewed
+    while the walk finds them, only slim reviews stay in memory and each trial's whole review
+    waits as JSON in the dataset review's store (``DatasetReview.trial_json`` and
+    ``full_trial`` read it back); close the report when done."""
     opts = options or ReviewOptions()
-    if not (spill or slim):
+    names = [str(r) for r in roots]
+    if not slim:
         disc = discover(roots)
         trials = review_refs(disc.trials, opts, progress)
         ds = assemble(trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path)
-        summary = summarize(ds.trials)
-        summary.update(ds.summary())
-        return ReviewReport([str(r) for r in roots], ds.trials, disc.skipped, summary, ds)
-    store = Spill() if spill else None
+        return _report(names, ds, disc.skipped)
+    writer = StoreWriter(unlinked=True)
+    store = writer.store
     try:
-        walk = _WalkReview(opts, store, progress)
-        trials = walk.run(roots)
-        streamed = StreamedDataset(
-            trials, plan_path=opts.plan_path, quarantine_path=opts.quarantine_path
+        walk = _WalkReview(opts, writer, progress)
+        reviewed = walk.run(roots)
+        ds = assemble(
+            reviewed,
+            plan_path=opts.plan_path,
+            quarantine_path=opts.quarantine_path,
+            store=store,
         )
     except BaseException:
-        if store is not None:
-            store.close()
+        store.discard()
         raise
-    return ReviewReport(
-        [str(r) for r in roots],
-        trials,
-        walk.skipped,
-        streamed.summary(),
-        spill=store,
-        streamed=streamed,
-    )
+    return _report(names, ds, walk.skipped)
+
+
+def _report(roots: list[str], ds: DatasetReview, skipped: list[tuple[str, str]]) -> ReviewReport:
+    summary = summarize(ds.trials)
+    summary.update(ds.summary())
+    return ReviewReport(roots, ds, skipped, summary)
 
 
 def _prefix(part: JobPart) -> str:
-    """What the paths of a directory's trials start with (``SlimReview.rel_path``)."""
+    """What the paths of a directory's trials start with (``TrialReview.rel_path``)."""
     return part.rel_dir + "/" if part.rel_dir else ""
 
 
 class _WalkReview:
     """Review trials while the walk is still finding them (the CLI path): chunks go to the
-    worker pool as soon as they are discovered, full reviews to the spill file (when there
-    is one), slim ones stay; at the end everything is put in ``discover``'s order."""
+    worker pool as soon as they are discovered, whole reviews to the store as JSON, slim
+    ones stay; at the end everything is put in ``discover``'s order."""
 
     def __init__(
-        self, opts: ReviewOptions, store: Spill | None, progress: ProgressFn | None
+        self, opts: ReviewOptions, writer: StoreWriter, progress: ProgressFn | None
     ) -> None:
         self.opts = opts
-        self.store = store
+        self.writer = writer
         self.progress = progress
         self.skipped: list[tuple[str, str]] = []
         # each walked trial's ref until its slim review is back (then the slim one is kept)
         self.walked: list[TrialRef | None] = []
         self.root_of = array("I")  # each walked trial's run root (an index into the roots)
+        self.stored_at = array("q")  # each walked trial's index in the store
         self.results: list[Any] = []
         self.order = array("I")  # discover's order, once the walk is over
-        self.interner = Interner()
         self.done = 0
 
     def keep(self, p: int, item: tuple[bytes, SlimTuple]) -> None:
         data, slim = item
-        if self.store is not None:
-            self.store.put(p, data)
         ref = self.walked[p]
         assert ref is not None
-        slim_review = self.interner.from_slim(slim, ref)
+        self.stored_at[p], slim_review = self.writer.add_stored(data, slim, ref)
         self.results[p] = slim_review
         self.walked[p] = None  # the ref's names live on in the slim review
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, len(self.walked), slim_review.ref)
 
-    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[SlimReview]:
+    def run(self, roots: Sequence[str | os.PathLike[str]]) -> list[TrialReview]:
         clear_path_cache()
         walk = walk_roots(roots, self.skipped)
         more = False
@@ -333,8 +321,7 @@ class _WalkReview:
                 assert ref is not None
                 self.keep(p, _spill_chunk([ref], self.opts)[0])
         self._sort()
-        if self.store is not None:
-            self.store.reorder(self.order)
+        self.writer.store.reorder([self.stored_at[p] for p in self.order])
         trials = [self.results[p] for p in self.order]
         self.walked, self.results = [], []  # the slim reviews hold what is still needed
         return trials
@@ -353,7 +340,7 @@ class _WalkReview:
     def _sort_by_directory(self) -> list[int] | None:
         groups: dict[tuple[int, JobPart], list[int]] = {}
         for p, t in enumerate(self.results):
-            if t.odd is not None:
+            if not t.derived_paths:
                 return None
             groups.setdefault((self.root_of[p], t.job_part), []).append(p)
         heads = sorted(groups, key=lambda g: (g[0], _prefix(g[1])))
@@ -367,6 +354,7 @@ class _WalkReview:
 
     def _found(self, item: tuple[int, TrialRef]) -> None:
         self.root_of.append(item[0])
+        self.stored_at.append(-1)
         self.walked.append(item[1])
         self.results.append(None)
 

@@ -284,9 +284,7 @@ def _review(args: argparse.Namespace) -> int:
     from bf_assets.dataset import PlanError, QuarantineError
 
     try:
-        report = review_roots(
-            args.paths, opts, progress=_Progress(sys.stderr), spill=args.json, slim=True
-        )
+        report = review_roots(args.paths, opts, progress=_Progress(sys.stderr), slim=True)
     except (PlanError, QuarantineError) as exc:
         raise _UsageError(str(exc)) from exc
     try:

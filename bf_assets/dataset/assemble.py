@@ -14,7 +14,6 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.slimreview import SlimReview
 from bf_assets.contract import Outcome
 from bf_assets.dataset.common import TrialKey, joined, pickled_chunks, trial_key, unpickled
 from bf_assets.dataset.coverage import Coverage, compute_coverage
@@ -213,9 +212,11 @@ def assemble(
     *,
     plan_path: str | None = None,
     quarantine_path: str | None = None,
+    store: TrialStore | None = None,
 ) -> DatasetReview:
     """Coverage, quarantine and release verdict over reviewed trials (raises PlanError /
-    QuarantineError for a bad plan or quarantine file)."""
+    QuarantineError for a bad plan or quarantine file).  With a ``store`` the reviews are
+    slim ones and the store holds each one's whole review, in the same order."""
     plan = load_plan(plan_path) if plan_path else None
     entries = load_quarantine(quarantine_path) if quarantine_path else []
     oracle, noop = probe_rewards(reviews)
@@ -224,7 +225,7 @@ def assemble(
     verdicts = effective_verdicts(reviews, applied, cov.trial_findings)
     merged: list[TrialReview] = []
     lists: dict[tuple[Finding, ...], list[Finding]] = {}  # equal merged lists: one object
-    states: dict[tuple[Any, ...], Any] = {}  # equal states of slim reviews: one object
+    states: dict[tuple[Any, ...], Any] = {}  # equal states: one object
     for r in reviews:
         key = trial_key(r)
         extra = cov.trial_findings.get(key, [])
@@ -233,10 +234,7 @@ def assemble(
             continue
         fs = sort_findings([*r.findings, *extra])
         fs = lists.setdefault(tuple(fs), fs)
-        if isinstance(r, SlimReview):
-            merged.append(r.restated(fs, verdicts[key], states))  # type: ignore[arg-type]
-        else:
-            merged.append(replace(r, findings=fs, verdict=verdicts[key]))
+        merged.append(r.restated(fs, verdicts[key], states))
     decision = decide_exports(merged, cov)
     assessment = assess_release(decision, cov)
     return DatasetReview(
@@ -248,6 +246,7 @@ def assemble(
         release_verdict=assessment.verdict,
         decision=decision,
         plan=plan,
+        store=store,
     )
 
 

@@ -22,7 +22,7 @@ _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 
 def trial_key(review: TrialReview) -> TrialKey:
-    return (review.ref.job_key, review.ref.rollout)
+    return review.key
 
 
 def show_key(key: TrialKey) -> str:

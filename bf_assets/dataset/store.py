@@ -19,6 +19,7 @@ the IO manager that stores the review places the file beside the pickle
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -26,19 +27,17 @@ import tempfile
 import time
 import uuid
 from array import array
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bf_assets.batch.slimreview import SlimMaker, SlimReview
-from bf_assets.batch.spill import Interner, final_json
 from bf_assets.contract import Severity
 from bf_assets.files import BIG_BUFFER, atomic_writer
 from bf_assets.findings import Finding, sort_findings
-from bf_assets.review.record import TrialReview
+from bf_assets.ingest.discovery import TrialRef
+from bf_assets.review.record import SLIM_VERDICT, SlimMaker, SlimTuple, TrialReview
 from bf_assets.review.story import TrialStory
 
 STORE_PREFIX = ".bf-trials-"
@@ -48,12 +47,20 @@ class TrialStore:
     """Each trial's review JSON in one append-only file, by index; each trial's verdict as
     it was stored (the dataset review may change it)."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, unlinked: bool = False
+    ) -> None:
+        """``unlinked``: the file is removed at once and read through this process's own
+        descriptor (nothing is left behind if the process is killed; not to be persisted)."""
         if directory is not None:
             Path(directory).mkdir(parents=True, exist_ok=True)
             _clear_stale(Path(directory))
         fd, name = tempfile.mkstemp(prefix=STORE_PREFIX, suffix=".tmp", dir=directory)
         self.path = Path(name)
+        self._temporary = True
+        if unlinked:
+            with contextlib.suppress(OSError):  # where an open file cannot be removed,
+                os.unlink(name)  # it is removed by discard()
         self.token = uuid.uuid4().hex
         self.offset = array("q")
         self.length = array("q")
@@ -62,7 +69,6 @@ class TrialStore:
         self._fd: int | None = fd
         self._pid = os.getpid()
         self._end = 0
-        self._temporary = True
 
     def __len__(self) -> int:
         return len(self.offset)
@@ -95,6 +101,13 @@ class TrialStore:
         if len(data) != n:
             raise OSError(f"trial store {self.path} is truncated at trial {index}")
         return data
+
+    def reorder(self, order: Sequence[int]) -> None:
+        """Index ``i`` becomes what index ``order[i]`` was (trials stored as they were
+        reviewed, put in the dataset review's order)."""
+        self.offset = array("q", (self.offset[p] for p in order))
+        self.length = array("q", (self.length[p] for p in order))
+        self.verdict_code = array("b", (self.verdict_code[p] for p in order))
 
     def stored_verdict(self, index: int) -> str:
         return self.verdicts[self.verdict_code[index]]
@@ -192,58 +205,62 @@ def _clear_stale(directory: Path) -> None:
 
 
 class StoreWriter:
-    """Turns full reviews into slim ones while their full JSON goes to a store."""
+    """Keeps slim reviews while their whole JSON goes to a store: of whole reviews
+    (:meth:`add`), and of reviews a worker made (:meth:`add_stored`)."""
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
-        self.store = TrialStore(directory)
-        self.interner = Interner()
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, unlinked: bool = False
+    ) -> None:
+        self.store = TrialStore(directory, unlinked=unlinked)
         self.maker = SlimMaker()
-        self._blockers: dict[tuple[Finding, ...], list[Finding]] = {}
 
     def add(self, t: TrialReview) -> TrialReview:
         ordered = sort_findings(t.findings)
         if ordered != t.findings:  # what the dataset review would make of it anyway
-            t = replace(t, findings=ordered)
+            t = t.replace(findings=ordered)
         self.store.append(orjson.dumps(t.to_json()), t.verdict)
         return self.slim(t)
 
     def add_all(self, reviews: Iterable[TrialReview]) -> list[TrialReview]:
         return [self.add(t) for t in reviews]
 
+    def add_stored(self, data: bytes, s: SlimTuple, ref: TrialRef) -> tuple[int, TrialReview]:
+        """A review a worker made: its JSON ``data`` to the store, and its store index and
+        slim review from its slim tuple ``s`` (``bf_assets.review.record.slim_tuple``: no
+        finding messages, not even blockers'; ``bf-assets review`` prints no report)."""
+        index = self.store.append(data, s[SLIM_VERDICT])
+        return index, self.maker.from_tuple(s, ref)
+
     def slim(self, t: TrialReview) -> TrialReview:
-        """A :class:`SlimReview` (one object, its parts shared with other trials'); a review
-        with a file inventory stays a ``TrialReview`` with that inventory (sandbox parity and
-        the report read inventories; the release's reviews have none)."""
-        if any(f.severity == Severity.BLOCKER for f in t.findings):
-            # the report shows the first blocker's message: blockers keep theirs
-            key = tuple(
-                self.interner.finding(f)
-                if f.severity != Severity.BLOCKER
-                else Finding(f.check, f.severity, f.message, f.file, f.line, None)
-                for f in t.findings
-            )
-            findings = self._blockers.setdefault(key, list(key))
-        else:
-            findings = self.interner.finding_list(t.findings)
-        if not t.files:
-            return self.maker.make(t, findings)  # type: ignore[return-value]
-        s = self.interner.review(t, t.ref)
-        s.files = t.files
-        s.findings = findings
-        return s
+        """The slim review of ``t`` (one object, its parts shared with other trials'); the
+        report shows the first blocker's message, so blockers keep theirs."""
+        m = self.maker
+        findings = m.finding_list(
+            m.slim_finding(f.check, f.severity, f.file, f.line)
+            if f.severity != Severity.BLOCKER
+            else Finding(f.check, f.severity, f.message, f.file, f.line, None)
+            for f in t.findings
+        )
+        return m.make(t, findings)
 
 
 def stored_json(store: TrialStore, index: int, extra: list[Finding], verdict: str) -> bytes:
     """Trial ``index``'s JSON after the dataset review: its stored JSON with the dataset
     review's findings (``extra``) merged in report order and its final ``verdict``."""
-    return final_json(store.get(index), extra, verdict, store.stored_verdict(index))
+    data = store.get(index)
+    if not extra and verdict == store.stored_verdict(index):
+        return data
+    obj = orjson.loads(data)
+    findings = [Finding.from_dict(f) for f in obj["findings"]] + list(extra)
+    obj["findings"] = [f.to_dict() for f in sort_findings(findings)]
+    obj["verdict"] = verdict
+    return orjson.dumps(obj)
 
 
-def full_review(slim: TrialReview | SlimReview, data: bytes) -> TrialReview:
+def full_review(slim: TrialReview, data: bytes) -> TrialReview:
     """The whole review of a slim one, from its JSON (``stored_json``)."""
     obj = orjson.loads(data)
-    return replace(
-        slim.review() if isinstance(slim, SlimReview) else slim,
+    return slim.replace(
         findings=[Finding.from_dict(f) for f in obj["findings"]],
         skills=obj.get("skills") or {},
         story=TrialStory.from_dict(obj),

@@ -103,14 +103,16 @@ def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) 
         reviews = _reviews(validated_trials, run_roots.roots, writer)
         trim()  # the partitions' tables and whole reviews
         ds = assemble(
-            reviews, plan_path=run_roots.plan_path, quarantine_path=run_roots.quarantine_path
+            reviews,
+            plan_path=run_roots.plan_path,
+            quarantine_path=run_roots.quarantine_path,
+            store=writer.store,
         )
         del reviews
         trim()  # the trials the dataset review restated
     except BaseException:
         writer.store.discard()
         raise
-    ds.store = writer.store
     return ds
 
 
