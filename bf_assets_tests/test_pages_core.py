@@ -3,6 +3,7 @@ cleaning, bounded output on a heavy trial, the index, the asset and ``bf-assets 
 
 from __future__ import annotations
 
+import dataclasses
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -410,7 +411,7 @@ def test_which_trials_a_release_renders(
     ds = review_dataset(runs_root)
     [t] = ds.trials
     fs = [Finding("SOME_CHECK", s, "a finding", "result.json", 1, "") for s in severities]
-    t = dataclasses.replace(t, verdict=verdict, findings=fs)
+    t = t.replace(verdict=verdict, findings=fs)
     d = ds.decision.get(trial_key(t))
     assert d is not None and d.exported
     decision = None if reason is None else dataclasses.replace(d, reason=reason)
