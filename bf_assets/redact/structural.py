@@ -899,7 +899,7 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
                 continue
         vstart = gm.end()
         if sep in (":", "=") and text[vstart : vstart + 1] in ("|", ">", "\n"):
-            vstart = _next_line_value(text, vstart, e - s)  # YAML block scalar, value below
+            vstart = _next_line_value(text, vstart)  # YAML block scalar, value below
         v = _value_at(text, vstart, min(n, vstart + 4096))
         if v is None:
             continue
@@ -932,7 +932,7 @@ _PREV_WORD = _rx(r"([A-Za-z]{2,16})[ \t]\Z")
 _BLOCK = _rx(r"[|>][+-]?[ \t]*\r?\n|[ \t]*\r?\n")
 
 
-def _next_line_value(text: str, i: int, indent_hint: int) -> int:
+def _next_line_value(text: str, i: int) -> int:
     """Where the value of ``key:`` starts when it is on the next line (a YAML block scalar
     or a key on a line of its own), or ``i`` when there is none."""
     m = _BLOCK.match(text, i)
