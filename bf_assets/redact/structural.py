@@ -31,9 +31,8 @@ Values known to be safe are kept byte for byte: UUIDs, hex digests, ``sha256:`` 
 Every rule is gated: by keywords in the engine's automaton, or (the token and blob rule,
 which has no keyword) by one compiled regex over the text.
 
-Two functions serve other code: :func:`credential_shapes` (the publish gate's second look:
-the kinds that need no context) and :func:`named_secret_value` (structured data: a value
-whose entry's name names a credential).
+:func:`credential_shapes` serves the publish gate's second look: the kinds that need no
+context.
 """
 
 from __future__ import annotations
@@ -1337,24 +1336,3 @@ def credential_shapes(text: str) -> list[tuple[str, int, int]]:
     if starts:
         out.extend((KIND_KEY, s, e) for s, e in find_der_keys(ctx, starts))
     return out
-
-
-_NAME_FIELDS = ("name", "key", "Name", "Key", "id", "variable", "param", "property", "setting")
-_VALUE_FIELDS = frozenset({"value", "Value", "val", "content", "data", "secret"})
-
-
-def named_secret_value(parent: dict[object, object], key: object) -> bool:
-    """``parent[key]`` is the value of an entry that names a credential: ``{"name":
-    "SERVICE_API_KEY", "value": ...}`` (Kubernetes, CI variables), ``{"key": "DbPassword",
-    "value": ...}`` (.NET settings).  For structured data, where the text rules cannot see
-    the name next to the value."""
-    if key not in _VALUE_FIELDS:
-        return False
-    value = parent.get(key)
-    if not isinstance(value, str) or is_placeholder(value):
-        return False
-    for field_name in _NAME_FIELDS:
-        name = parent.get(field_name)
-        if isinstance(name, str) and name and key_strength(name) in ("password", "strong"):
-            return True
-    return False
