@@ -31,9 +31,9 @@ from bf_assets.dataset.results import (
     results_markdown,
     results_table,
 )
-from bf_assets.dataset.samples import make_review
 from bf_assets.publish.card import CardFacts, render_card
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 
 def trial(

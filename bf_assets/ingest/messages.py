@@ -284,8 +284,3 @@ class StepValidator:
             problems=problems,
             called_tools=called,
         )
-
-
-def step_facts(position: int, step: Any) -> StepFacts:
-    """Facts of one step on its own (no state carried from earlier steps)."""
-    return StepValidator().facts(position, step)
