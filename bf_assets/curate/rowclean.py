@@ -1,10 +1,8 @@
 """A cleaner for many rows of one shape whose nested values repeat.
 
 The review report's trial rows are cleaned like export rows before they leave the machine
-(in a release's bundle).  Most of a row is nested values that repeat
-from row to row: the skill audit of a harness and task, the findings of a check.  Cleaning
-walked every one of them again: about 2 s of CPU for the 20,000 rows of the bench's
-corpus, the largest part of writing the release's report.
+(in a release's bundle).  Most of a row is nested values that repeat from row to row: the
+skill audit of a harness and task, the findings of a check.
 
 :class:`RowCleaner` decides each top-level key of a row as :class:`Cleaner` does (its
 parent is the row, so it is never shared) and cleans each nested value once per distinct

@@ -13,9 +13,8 @@ folder, is never used: the step renders itself and reports what it did.
 
 A review persisted to a local file is rendered by a new interpreter that reads that file
 (``python -m bf_assets.pages.early``), not by a fork of the release: a fork starts with the
-whole release process resident (Dagster, the dataset review, what ingest left), so at
-100,000 trials the render, not the release, was the largest process.  A review only in
-memory is rendered by a fork.
+whole release process resident (Dagster, the dataset review, what ingest left).  A review
+only in memory is rendered by a fork.
 """
 
 from __future__ import annotations

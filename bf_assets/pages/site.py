@@ -73,8 +73,7 @@ def page_name(key: TrialKey, *, clean: bool = True) -> str:
 
 class PageFiles(Mapping[TrialKey, Path]):
     """Each written trial's page file, by trial key: held as the page names (``trials/…``)
-    under one folder and made into paths when asked.  A ``Path`` a trial (its parts list and
-    strings) was the largest part of a 100,000-trial result."""
+    under one folder and made into paths when asked (a ``Path`` per trial costs far more)."""
 
     __slots__ = ("out", "names")
 
@@ -101,8 +100,7 @@ class PageFiles(Mapping[TrialKey, Path]):
 @dataclass(slots=True)
 class PagesSummary:
     """What a render did, without the page of each trial (what a render in another process
-    sends back: at 100,000 trials the page map was some 27 MB to unpickle at the release's
-    end, for a count)."""
+    sends back: a count, not the page map)."""
 
     out_dir: Path
     index: Path
