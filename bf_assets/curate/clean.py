@@ -1049,12 +1049,3 @@ def clean_document(text: str, stats: CleanStats | None = None) -> str:
     out, delta = _clean_string(text)
     st.add(delta)
     return out
-
-
-def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
-    """Only the redaction part of :func:`clean_value` (no key or path rules)."""
-    counts: Counter[str] = Counter()
-    out = _walk(value, lambda p, k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts), None)
-    if stats is not None:
-        stats.redactions.update(counts)
-    return out
