@@ -42,10 +42,10 @@ from bf_assets.ingest.treebook import TreeBook
 from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.on_demand import (
-    SourcesWriter,
     needs_page,
     read_input,
     sources_signature,
+    writing_sources,
 )
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -200,7 +200,7 @@ def _needed(job: _Job, sources: Path, hrefs: Mapping[TrialKey, str]) -> list[int
     written to ``sources``."""
     ds = job.ds
     picked: list[int] = []
-    with SourcesWriter(sources, clean=job.clean) as kept:
+    with writing_sources(sources, clean=job.clean) as kept:
         for i, t in enumerate(ds.trials):
             key = trial_key(t)
             if needs_page(t, ds.decision.get(key), ds.quarantine.get(key)):
