@@ -771,8 +771,8 @@ def _embedded(text: str, stats: CleanStats) -> str:
 _NO_CHANGE = CleanStats()
 
 
-# Empty counts to count a string's cleaning into: most strings need nothing, and making four
-# Counters for each was about a fifth of cleaning a short string.  A string that counted
+# Empty counts to count a string's cleaning into: most strings need nothing, and four new
+# Counters a string would cost more than cleaning a short one.  A string that counted
 # something keeps its counts (they are its result); an empty one goes back here.  (A list's
 # pop and append are atomic: each spare has one user at a time, nested cleaning included.)
 _SPARE: list[CleanStats] = []
