@@ -37,7 +37,7 @@ datasets = pytest.importorskip("datasets")
 @pytest.fixture(autouse=True, scope="module")
 def no_progress_threads() -> Any:
     """No tqdm monitor thread while reading releases back: it outlives the test, and a
-    process with a second thread may not fork (``bf_assets.ingest.forked``)."""
+    process with a second thread may not fork."""
     import threading
 
     from tqdm import tqdm

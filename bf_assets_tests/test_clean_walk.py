@@ -120,54 +120,6 @@ def test_the_rules_are_in_force() -> None:
     assert stats.n_reasoning >= 3
 
 
-def _rows() -> list[Any]:
-    """Rows whose nested values repeat, with values a serialized key would fold together."""
-    vals = _values()
-    shared = vals[0]
-    return [
-        {"path": "/home/ann/t1", "root": "/srv/x", "nested": shared, "n": [1]},
-        {"path": "t2", "nested": shared, "n": [1.0], "flag": [True]},
-        {"path": "t3", "nested": shared, "n": [float("nan")], "flag": [None]},
-        # a key whose fate depends on its row: reasoning under a thinking-typed parent
-        {"type": "thinking", "thinking": {"text": "t"}, "nested": {"thinking": "x"}},
-        {"type": "text", "thinking": {"text": "t"}, "nested": {"thinking": "x"}},
-        vals[1],
-        vals[2],
-        vals[3],
-        {1: {"password": "x"}, "ok": [{"password": "x"}]},
-    ]
-
-
-def test_a_row_cleaner_cleans_each_row_as_the_cleaner_does() -> None:
-    from bf_assets.curate.rowclean import RowCleaner
-
-    got_stats, want_stats = CleanStats(), CleanStats()
-    rows_cleaner = RowCleaner(got_stats)
-    for row in _rows() * 2:  # every nested value seen again
-        want = Cleaner(want_stats).value(row)
-        got = rows_cleaner.value(row)
-        assert orjson.dumps(got, option=orjson.OPT_NON_STR_KEYS) == orjson.dumps(
-            want, option=orjson.OPT_NON_STR_KEYS
-        )
-        assert repr(got) == repr(want)  # nan, 1.0 and True kept as they were
-    assert got_stats.to_dict() == want_stats.to_dict()  # repeats counted every time
-    assert got_stats.n_redactions > 0 and got_stats.n_reasoning > 0
-
-
-def test_a_row_cleaner_forgets_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bf_assets.curate import rowclean
-
-    monkeypatch.setattr(rowclean, "SHARED_MAX_CHARS", 200)
-    c = rowclean.RowCleaner()
-    for i in range(50):
-        row = {"nested": {"text": f"value {i} " + "x" * 40}}
-        assert c.value(row) == Cleaner().value(row)
-        assert c._shared_chars <= 200
-    big = {"nested": ["y" * (rowclean.SHARE_MAX_CHARS + 1)]}
-    assert c.value(big) == Cleaner().value(big)
-    assert all(len(k) <= rowclean.SHARE_MAX_CHARS for k in c._shared)
-
-
 def test_counts_of_one_string_are_never_reused_for_another() -> None:
     planted = [p.text for p in corpus()]
     first_out, first = clean._clean_string("key " + planted[0])

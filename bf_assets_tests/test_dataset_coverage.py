@@ -7,8 +7,8 @@ from typing import Any
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.plan import Plan, parse_plan
-from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 SHA = "0123abcd" + "e" * 32
 SRC = f"benchflow-ai/skillsbench@{SHA}"

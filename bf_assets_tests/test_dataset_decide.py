@@ -19,8 +19,8 @@ from bf_assets.dataset.decide import (
     SUPERSEDED,
     UNPLANNED,
 )
-from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 
 def _plan_file(tmp_path: Any, tasks: list[str], trials: int = 1, required: bool = False) -> str:

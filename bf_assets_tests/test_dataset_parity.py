@@ -7,9 +7,9 @@ from pathlib import Path
 from trialkit import LLM_FILE, Trial, healthy_spec
 
 from bf_assets.dataset.common import trial_key
-from bf_assets.dataset.parity import sandbox_parity
-from bf_assets.dataset.samples import DAYTONA_FILES, DOCKER_FILES, make_review
+from bf_assets.dataset.parity import DOCKER, ParityReport, sandbox_parity
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import DAYTONA_FILES, DOCKER_FILES, make_review
 
 
 def _docker_twin(root: Path, rollout_id: str) -> Trial:
@@ -21,6 +21,11 @@ def _docker_twin(root: Path, rollout_id: str) -> Trial:
     t.write_text("agent/oracle.txt", "solve.sh output")
     t.write_text("artifacts/out.csv", "a,b\n1,2\n")
     return t
+
+
+def _lacking(rep: ParityReport) -> set[object]:
+    """The trials on the backend that lacks the telemetry of a blocker row."""
+    return {r.pair.docker if r.lacking == DOCKER else r.pair.daytona for r in rep.blockers}
 
 
 def _by_item(rows: list) -> dict[str, object]:
@@ -38,7 +43,7 @@ def test_pair_built_on_disk_only_expected_differences(runs_root: Path) -> None:
     rows = _by_item(rep.rows)
     assert set(rows) == {"sandbox.json", "agent/oracle.txt", "artifacts/out.csv"}
     assert all(r.label == "expected" and not r.blocker for r in rep.rows)
-    assert rep.blockers == [] and rep.blocking_trials() == {}
+    assert rep.blockers == [] and _lacking(rep) == set()
     assert rep.unpaired == []
 
 
@@ -52,7 +57,7 @@ def test_pair_built_on_disk_telemetry_gap_is_a_blocker(runs_root: Path) -> None:
     assert blockers, rep.rows
     assert {r.lacking for r in blockers} == {"daytona"}
     assert LLM_FILE in {r.item for r in blockers}
-    assert set(rep.blocking_trials()) == {trial_key(daytona)}
+    assert _lacking(rep) == {trial_key(daytona)}
     outcome = [r for r in rep.rows if r.kind == "outcome"]
     assert outcome and outcome[0].label == "unexpected"  # pass vs unhealthy
 
@@ -79,7 +84,7 @@ def test_token_usage_missing_on_one_side_is_a_blocker() -> None:
     [row] = rep.blockers
     assert row.kind == "telemetry" and row.lacking == "docker"
     assert row.item == "token usage in result.json"
-    assert set(rep.blocking_trials()) == {trial_key(docker)}
+    assert _lacking(rep) == {trial_key(docker)}
 
 
 def test_results_file_missing_reported_once() -> None:

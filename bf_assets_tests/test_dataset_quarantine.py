@@ -20,8 +20,8 @@ from bf_assets.dataset.quarantine import (
     parse_quarantine,
     unmatched_entries,
 )
-from bf_assets.dataset.samples import make_review
 from bf_assets.findings import finding
+from bf_assets_tests.review_samples import make_review
 
 QUARANTINE_YAML = """\
 - trial: jobs/2026-11-02__10-00-00/citation-check__3f9a0c1d

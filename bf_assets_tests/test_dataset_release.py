@@ -11,8 +11,8 @@ from bf_assets.dataset.decide import decide_exports
 from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
 from bf_assets.dataset.release import assess_release
-from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 
 def _plan(trials: int = 1, required: bool = True, floor: float | None = None) -> Any:

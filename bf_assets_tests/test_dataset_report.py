@@ -18,8 +18,8 @@ from bf_assets.dataset.plan import parse_plan
 from bf_assets.dataset.quarantine import QuarantineEntry, apply_quarantine, effective_verdicts
 from bf_assets.dataset.release import assess_release
 from bf_assets.dataset.report import render_report
-from bf_assets.dataset.samples import make_review
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 SVG = "{http://www.w3.org/2000/svg}"
 # the headings a reader meets, each saying what its section answers

@@ -30,7 +30,7 @@ from bf_assets.ingest.exchanges import (
 )
 from bf_assets.ingest.fastjson import LineParser
 from bf_assets.ingest.jsonpos import value_at
-from bf_assets.ingest.messages import StepFacts, step_facts
+from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import JsonlFile, ReadLimits, iter_jsonl, parse_json_bytes
 from bf_assets.ingest.rowstream import RowsRead, read_rows
 from bf_sample.heavy import write_heavy_trial
@@ -50,7 +50,7 @@ def _read(
     read = read_rows(
         path,
         path.parent,
-        lambda i, s: facts.append(step_facts(i, s)),
+        lambda i, s: facts.append(StepValidator().facts(i, s)),
         limits,
         on_discard=discard,
         share=share,

@@ -158,7 +158,6 @@ FORK_CHECK = textwrap.dedent(
     import os, sys, threading
     import sqlalchemy as sa
     from bf_assets.defs import storage
-    from bf_assets.ingest import forked
 
     home = sys.argv[1]
     storage.tune_sqlite_under(home)
@@ -168,18 +167,19 @@ FORK_CHECK = textwrap.dedent(
         conn.execute(sa.text("INSERT INTO t VALUES (1)"))
     engine.dispose()
     assert any(t.name == storage.FLUSHER_NAME for t in threading.enumerate())
-    assert forked.can_fork(), [t.name for t in threading.enumerate()]
-    job = forked.start_forked(lambda: (os.getpid(), len(storage._keepers)))
-    pid, kept = job.result()
-    assert pid != os.getpid() and kept == 0, (pid, kept)  # the child forgot the parent's
+    main = threading.main_thread()
+    fork_safe = all(t is main or getattr(t, "fork_safe", False) for t in threading.enumerate())
+    assert fork_safe, [t.name for t in threading.enumerate()]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: reports how many of the parent's connections it kept
+        os.write(w, f"{os.getpid()} {len(storage._keepers)}".encode())
+        os._exit(0)
+    os.close(w)
+    child, kept = map(int, os.read(r, 64).split())
+    os.waitpid(pid, 0)
+    assert child != os.getpid() and kept == 0, (child, kept)  # the child forgot the parent's
     assert len(storage._keepers) == 1  # the parent's connection is intact
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
-    blocked = not forked.can_fork()  # any other thread still turns forking off
-    stop.set()
-    other.join()
-    assert blocked
     print("ok")
     """
 )

@@ -12,14 +12,16 @@ from pathlib import Path
 import pytest
 from trialkit import ROWS_FILE, Trial, peak_traced_memory
 
-from bf_assets.ingest.messages import StepFacts, step_facts
+from bf_assets.ingest.messages import StepFacts, StepValidator
 from bf_assets.ingest.readers import ReadLimits
 from bf_assets.ingest.rowstream import RowsRead, read_rows
 
 
 def rows_with_facts(path: Path, root: Path, limits: ReadLimits) -> tuple[RowsRead, list[StepFacts]]:
     facts: list[StepFacts] = []
-    read = read_rows(path, root, lambda i, step: facts.append(step_facts(i, step)), limits)
+    read = read_rows(
+        path, root, lambda i, step: facts.append(StepValidator().facts(i, step)), limits
+    )
     return read, facts
 
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from bf_assets.redact import default_rules, load_custom, redact_text
+from bf_assets.redact.convert import _strip_prefix, convert
 from bf_assets.redact.engine import Rule, RuleSet
 from bf_assets.redact.gitleaks import global_allow_from_doc, load_doc, load_samples, rules_from_doc
 from bf_assets.redact.golang import TranslationError, go_to_python
-from bf_assets.redact.update_rules import _strip_prefix, convert
 
 DOC = load_doc()
 RULES = {r.kind: r for r in rules_from_doc(DOC)}

@@ -24,7 +24,6 @@ from bf_assets.redact.structural import (
     KIND_TOKEN,
     STRUCTURAL_RULES,
     der_private_key,
-    named_secret_value,
     token_is_credential,
 )
 
@@ -151,14 +150,3 @@ def test_every_context_and_shape_is_caught_on_a_larger_corpus() -> None:
     """The bench's measure (a), on a seed of its own: no whole or partial leak."""
     leaks = [(p.name, p.leak(redact_text(p.text))) for p in corpus(seed=202, rounds=6)]
     assert [x for x in leaks if x[1]] == []
-
-
-def test_a_value_named_by_its_entry_is_a_secret_in_structured_data() -> None:
-    g = Gen(31)
-    value = g.s(20)
-    assert named_secret_value({"name": "SEARCH_API_KEY", "value": value}, "value")
-    assert named_secret_value({"key": "DbPassword", "value": value}, "value")
-    assert not named_secret_value({"name": "SEARCH_API_KEY", "value": value}, "name")
-    assert not named_secret_value({"name": "REGION", "value": "eu-west-1"}, "value")
-    assert not named_secret_value({"name": "API_KEY", "value": "${API_KEY}"}, "value")
-    assert not named_secret_value({"name": "max_tokens", "value": "4096"}, "value")

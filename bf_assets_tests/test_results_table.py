@@ -15,8 +15,7 @@ import pytest
 from leakproof_corpus import Gen
 
 from bf_assets.contract import Outcome
-from bf_assets.curate.clean import CleanStats
-from bf_assets.curate.rowclean import RowCleaner
+from bf_assets.curate.clean import Cleaner, CleanStats
 from bf_assets.dataset.assemble import assemble, report_markdown
 from bf_assets.dataset.lift_svg import lift_svg
 from bf_assets.dataset.reportmarkup import MarkdownValues, md_cell, md_text
@@ -30,9 +29,9 @@ from bf_assets.dataset.results import (
     results_markdown,
     results_table,
 )
-from bf_assets.dataset.samples import make_review
 from bf_assets.publish.card import CardFacts, render_card
 from bf_assets.review.record import TrialReview
+from bf_assets_tests.review_samples import make_review
 
 
 def trial(
@@ -223,7 +222,7 @@ def test_hostile_labels_are_cleaned_and_escaped_in_the_table_and_the_picture() -
     task, model = _hostile()
     token = model.split("/", 1)[1]
     ds = assemble(_dataset_reviews(task=task, model=model))
-    cleaner = RowCleaner()
+    cleaner = Cleaner()
     table = ds.results()
     md = results_markdown(table, MarkdownValues(cleaner.text).cell, MarkdownValues().text)
     assert token not in md and "\\<img" in md and not RAW_TAG.search(md)

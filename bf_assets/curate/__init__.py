@@ -11,17 +11,3 @@ dataset review, ``bf_assets.dataset.decide``, decides which; curation selects no
   pages remember repeated work in;
 - :mod:`bf_assets.curate.schema`: the published schema as data.
 """
-
-from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanStats, clean_value
-from bf_assets.curate.rows import CurationError, build_row
-from bf_assets.curate.scan import scan_row
-
-__all__ = [
-    "Candidate",
-    "CleanStats",
-    "CurationError",
-    "build_row",
-    "clean_value",
-    "scan_row",
-]

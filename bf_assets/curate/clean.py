@@ -771,8 +771,8 @@ def _embedded(text: str, stats: CleanStats) -> str:
 _NO_CHANGE = CleanStats()
 
 
-# Empty counts to count a string's cleaning into: most strings need nothing, and making four
-# Counters for each was about a fifth of cleaning a short string.  A string that counted
+# Empty counts to count a string's cleaning into: most strings need nothing, and four new
+# Counters a string would cost more than cleaning a short one.  A string that counted
 # something keeps its counts (they are its result); an empty one goes back here.  (A list's
 # pop and append are atomic: each spare has one user at a time, nested cleaning included.)
 _SPARE: list[CleanStats] = []
@@ -1048,13 +1048,4 @@ def clean_document(text: str, stats: CleanStats | None = None) -> str:
     st = stats if stats is not None else CleanStats()
     out, delta = _clean_string(text)
     st.add(delta)
-    return out
-
-
-def redact_stable(value: Any, stats: CleanStats | None = None) -> Any:
-    """Only the redaction part of :func:`clean_value` (no key or path rules)."""
-    counts: Counter[str] = Counter()
-    out = _walk(value, lambda p, k, v: (True, _KEEP), lambda t: redact_text_stable(t, counts), None)
-    if stats is not None:
-        stats.redactions.update(counts)
     return out

@@ -197,10 +197,6 @@ def _plugin_found(text: str) -> list[tuple[str, str]]:
     ]
 
 
-def _plugin_hits(text: str) -> list[str]:
-    return [name for name, _ in _plugin_found(text)]
-
-
 def _hits(text: str) -> list[str]:
     """detect-secrets' and the structural detector's hits in ``text`` itself."""
     found = _plugin_found(text)

@@ -3,8 +3,7 @@
 Published rows repeat the same objects many times: a trial's messages are in its
 ``messages``, ``prompt`` and ``completion`` columns and again in its ``trajectory``, each
 ``trl_sft`` row carries the whole conversation before its turn, and every row of a harness
-carries the same tool definitions.  Walking each copy key by key was a fifth of the publish
-gate's time on a bundle of 1,612 exported trials.
+carries the same tool definitions; each copy is walked once.
 
 :class:`ScanMemo` keeps, for each object that was a list item, the finding *attempts* its
 walk made (check, what, evidence; the place is added when a row's findings are made), keyed

@@ -146,8 +146,7 @@ def dump_parted(obj: Any, fh: BinaryIO) -> None:
     head, its long sequences and a module-level ``rebuild(head, parts)``) is written as the
     head, then each sequence in chunks of :data:`PICKLE_CHUNK` items, every chunk by a
     pickler of its own written straight to the file: no pickle of the whole is ever held,
-    and the memo of one pickler covers one chunk (one pickle of a 100,000-trial dataset
-    review held its chunks and the memo of every object at once, some 50 MB).
+    and the memo of one pickler covers one chunk.
     :func:`load_parted` reads either kind of file."""
     parts_of = getattr(obj, "pickle_parts", None)
     if parts_of is None:

@@ -65,7 +65,6 @@ HEALTHY, STALE, UNHEALTHY, MISSING, UNPLANNED = (
     "unplanned",
 )
 DUPLICATE = "duplicate"  # a marker on a slot (it has superseded attempts), not a fill state
-SLOT_STATES = (HEALTHY, STALE, UNHEALTHY, MISSING, DUPLICATE, UNPLANNED)
 FILLED = frozenset({HEALTHY, STALE})
 RewardMap = Mapping[str, Sequence[float | None]]
 

@@ -19,8 +19,7 @@ first).  Each pair is compared on three things, one :class:`ParityRow` per diffe
 P-REWARD (equal oracle rewards) needs rewards, which reviews do not carry: oracle lanes are
 paired like any other trial and compared on files and outcome class only.
 
-No check id is added to the contract: the report lists the rows, and a caller that wants a
-per-trial effect uses :meth:`ParityReport.blocking_trials`.
+No check id is added to the contract: the report lists the rows.
 """
 
 from __future__ import annotations
@@ -110,14 +109,6 @@ class ParityReport:
     @property
     def blockers(self) -> list[ParityRow]:
         return [r for r in self.rows if r.blocker]
-
-    def blocking_trials(self) -> dict[TrialKey, list[ParityRow]]:
-        """Blocker rows keyed by the trial on the backend that lacks the telemetry."""
-        out: dict[TrialKey, list[ParityRow]] = defaultdict(list)
-        for r in self.blockers:
-            key = r.pair.docker if r.lacking == DOCKER else r.pair.daytona
-            out[key].append(r)
-        return dict(out)
 
 
 def _expected_file(path: str, only_on: str) -> bool:

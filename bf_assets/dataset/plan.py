@@ -133,9 +133,6 @@ class Plan:
             self._cells = [merged[c] for c in sorted(merged, key=_cell_sort)]
         return list(self._cells)
 
-    def expected_slots(self) -> int:
-        return sum(pc.trials for pc in self.cells())
-
 
 def _cell_sort(c: Cell) -> tuple[str, ...]:
     return tuple(x or "" for x in c.astuple())

@@ -169,11 +169,9 @@ def report_files(
     (the UI's copy links the trial pages; the copy in a release links nothing outside it)."""
     cleaner = None
     if clean:
-        from bf_assets.curate.rowclean import RowCleaner
+        from bf_assets.curate.clean import Cleaner
 
-        # one cache for the whole report; a nested value repeated from row to row (a skill
-        # audit, a check's findings) is cleaned once
-        cleaner = RowCleaner()
+        cleaner = Cleaner()  # one cache of cleaned strings for the whole report
     pieces: Iterable[str] = report_pieces(
         ds,
         list(ctx.roots),

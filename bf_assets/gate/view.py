@@ -15,7 +15,6 @@ from typing import Any
 from bf_assets.ingest.scan import TrialData
 
 TIMEOUT_CATEGORIES = frozenset({"timeout"})
-HARBOR_TIMEOUT_TYPES = frozenset({"AgentTimeoutError"})
 # Harbor exception types whose meaning does not depend on where they were raised (the
 # infrastructure types, EnvironmentStartTimeoutError and the like, are matched by type in
 # HARBOR_INFRA_EXCEPTIONS below).
@@ -118,7 +117,6 @@ class ResultView:
     tool_field: str = "n_tool_calls"
     usage_source: str | None = None
     is_oracle: bool = False
-    verifier_started_after_agent: Any = None
 
 
 def _str(v: Any) -> str | None:
@@ -212,7 +210,6 @@ def _flat_view(t: TrialData, r: dict[str, Any]) -> ResultView:
         counts = [x for x in usage.values() if isinstance(x, int) and not isinstance(x, bool)]
         v.n_tool_calls = sum(counts) if counts else None
         v.tool_field = "tool_usage"
-    v.verifier_started_after_agent = r.get("verifier_started_after_agent")
     rc = t.run_config_obj
     v.is_oracle = str(rc.get("harness") or "").lower() == "oracle"
     return v

@@ -241,8 +241,8 @@ _SORTED = orjson.OPT_SORT_KEYS
 
 def canonical_bytes(value: Any) -> bytes:
     """``orjson.dumps(value, option=_CANONICAL)``: the same bytes (a parsed body's keys are
-    all strings, and then the non-string-key option writes nothing differently), about
-    three times faster; only a value orjson refuses without that option is written with
+    all strings, and then the non-string-key option writes nothing differently), faster;
+    only a value orjson refuses without that option is written with
     it (the same bytes, or the same error)."""
     try:
         return orjson.dumps(value, option=_SORTED)

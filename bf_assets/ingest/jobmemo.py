@@ -2,9 +2,9 @@
 last tick are not classified or fingerprinted again.
 
 Every tick the sensor needs every job directory of the run roots with its fingerprint
-(:func:`~bf_assets.ingest.discovery.discover_jobs`).  At 100,000 trials the whole walk costs
-8 to 15 s of CPU (reading the head of every ``result.json`` to classify its directory, then
-a stat walk of every trial), every 30 s, for a corpus that mostly stands still.
+(:func:`~bf_assets.ingest.discovery.discover_jobs`): the head of every ``result.json`` read
+to classify its directory, then a stat walk of every trial, for a corpus that mostly
+stands still.
 
 :func:`discover_jobs_since` gives exactly what ``discover_jobs(roots)`` gives, using a
 :class:`JobMemo` kept by the caller between calls.  The memo remembers, per *unit* (a job

@@ -34,14 +34,6 @@ def parse_key_path(dotted: str) -> list[str | int]:
     return out
 
 
-def show_key_path(path: KeyPath) -> str:
-    """The inverse of :func:`parse_key_path`."""
-    s = ""
-    for p in path:
-        s += f"[{p}]" if isinstance(p, int) else (f".{p}" if s else p)
-    return s
-
-
 def _ws(data: bytes, i: int) -> int:
     m = _WS.match(data, i)
     return m.end() if m else i

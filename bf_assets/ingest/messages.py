@@ -216,17 +216,6 @@ class StepFacts:
     called_tools: frozenset[str] = frozenset()
 
 
-def called_tool_names(messages: Any) -> set[str]:
-    names: set[str] = set()
-    for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and m.get("role") == "assistant":
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-                    names.add(fn["name"])
-    return names
-
-
 class StepValidator:
     """Facts of each ``trajectory[]`` step in turn.  Step k+1's prompt normally repeats step
     k's prompt and completion; when it does (a C-level list comparison), only the new messages
@@ -295,8 +284,3 @@ class StepValidator:
             problems=problems,
             called_tools=called,
         )
-
-
-def step_facts(position: int, step: Any) -> StepFacts:
-    """Facts of one step on its own (no state carried from earlier steps)."""
-    return StepValidator().facts(position, step)

@@ -23,7 +23,6 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 import orjson
@@ -44,7 +43,7 @@ class ReadLimits:
     # must stay writable by orjson (curation, the cache and the review output write it).
     max_depth: int = 128
     # sha256 of every file read (the inventory's digests).  Off only where no one keeps
-    # them (see :func:`without_digests`); no check reads a digest.  Not in the repr, which
+    # them (see :data:`AUDIT_LIMITS`); no check reads a digest.  Not in the repr, which
     # keys the review cache.
     digests: bool = field(default=True, repr=False)
     # The inventory's figures no check reads: the sizes of the files not parsed (one
@@ -54,12 +53,6 @@ class ReadLimits:
 
 
 DEFAULT_LIMITS = ReadLimits()
-
-
-def without_digests(limits: ReadLimits) -> ReadLimits:
-    """``limits`` with the file digests off: reads give ``FileStats.sha256 = None`` and
-    skip hashing (on a 300 MB trial, the biggest cost per byte after the read itself)."""
-    return replace(limits, digests=False) if limits.digests else limits
 
 
 # An audit's own read of a file (``rewards.jsonl``, a later request): the default caps,
@@ -115,16 +108,6 @@ class IssueKind(StrEnum):
     IO_ERROR = "io_error"
 
 
-# Kinds after which the file (or line) could not be used at all.
-FATAL_KINDS = frozenset(
-    {
-        IssueKind.MISSING,
-        IssueKind.SPECIAL_FILE,
-        IssueKind.LINK_ESCAPE,
-        IssueKind.TOO_LARGE,
-        IssueKind.IO_ERROR,
-    }
-)
 # Kinds that are about reading safely (GATE_UNREADABLE) rather than about JSON content.
 UNREADABLE_KINDS = frozenset(
     {
@@ -363,15 +346,6 @@ def _inside(real_root: str) -> str:
             _INSIDE.clear()
         prefix = _INSIDE[real_root] = real_root.rstrip(os.sep) + os.sep
     return prefix
-
-
-def file_exists(path: Path) -> bool:
-    """True when something (even a broken link or special file) sits at ``path``."""
-    try:
-        os.lstat(path)
-    except OSError:
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------- value parsing

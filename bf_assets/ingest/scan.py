@@ -77,7 +77,6 @@ class AcpFacts:
     last_agent_line: int | None = None
     first_verifier_line: int | None = None
     has_oracle_event: bool = False
-    timeout_event: bool = False
     # Tool calls as the audits need them: (line, kind/tool, title or command, text, status)
     tool_events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -226,8 +225,6 @@ def _scan_acp(path: str, root: str, limits: ReadLimits) -> tuple[AcpFacts, FileS
             facts.first_verifier_line = item.line
         if etype == "oracle":
             facts.has_oracle_event = True
-        if etype in ("agent_timeout", "timeout"):
-            facts.timeout_event = True
         if etype in AGENT_EVENT_TYPES and phase not in ("verifier", "harness"):
             facts.agent_events += 1
             if facts.first_agent_line is None:

@@ -9,7 +9,3 @@ needs; the others when first asked for, :mod:`bf_assets.pages.on_demand`) and fo
 renders in bounded memory into a page of bounded size), escape every value taken from trial
 data, load nothing from the network, and are cleaned like the export unless asked for raw.
 """
-
-from bf_assets.pages.site import PagesResult, PagesSummary, page_name, write_pages
-
-__all__ = ["PagesResult", "PagesSummary", "page_name", "write_pages"]

@@ -59,19 +59,6 @@ def _options(name: str, label: str, values: Sequence[str]) -> str:
     )
 
 
-def render_index(
-    ds: DatasetReview,
-    hrefs: Mapping[TrialKey, str],
-    *,
-    clean: bool = True,
-    report_href: str | None = None,
-    on_demand: int = 0,
-) -> str:
-    return "".join(
-        index_parts(ds, hrefs, clean=clean, report_href=report_href, on_demand=on_demand)
-    )
-
-
 def index_parts(
     ds: DatasetReview,
     hrefs: Mapping[TrialKey, str],

@@ -18,13 +18,16 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
+from typing import BinaryIO
 
 from bf_assets.contract import Severity, Verdict
 from bf_assets.dataset.decide import Decision
 from bf_assets.dataset.quarantine import QuarantineEntry
+from bf_assets.files import atomic_writer
 from bf_assets.pages.trial import PageInput
 from bf_assets.review.record import TrialReview
 
@@ -61,45 +64,28 @@ class SourcesIndex:
 
 
 class SourcesWriter:
-    """Writes a sources file: :meth:`add` each waiting page's input; the file replaces the
-    old one when the ``with`` block ends without an error (and is dropped after one)."""
+    """The page inputs of a sources file being written (:func:`writing_sources`)."""
 
-    def __init__(self, path: Path, *, clean: bool) -> None:
-        self.path = path
-        self.clean = clean
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
         self.pages: dict[str, tuple[int, int]] = {}
-        self._tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        self._fh = None
-
-    def __enter__(self) -> SourcesWriter:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self._tmp, "wb")  # noqa: SIM115 (closed in __exit__)
-        return self
 
     def add(self, name: str, inp: PageInput) -> None:
-        assert self._fh is not None
         data = pickle.dumps(inp, protocol=pickle.HIGHEST_PROTOCOL)
         self.pages[name] = (self._fh.tell(), len(data))
         self._fh.write(data)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._fh is not None
-        try:
-            if exc_type is None:
-                at = self._fh.tell()
-                index = SourcesIndex(self.clean, self.pages)
-                self._fh.write(pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL))
-                self._fh.write(_FOOTER.pack(at))
-            self._fh.close()
-            if exc_type is None:
-                os.replace(self._tmp, self.path)
-        finally:
-            self._tmp.unlink(missing_ok=True)
+
+@contextmanager
+def writing_sources(path: Path, *, clean: bool) -> Iterator[SourcesWriter]:
+    """A sources file to :meth:`~SourcesWriter.add` each waiting page's input to; it replaces
+    the old one when the ``with`` block ends without an error (and is dropped after one)."""
+    with atomic_writer(path) as fh:
+        kept = SourcesWriter(fh)
+        yield kept
+        at = fh.tell()
+        fh.write(pickle.dumps(SourcesIndex(clean, kept.pages), protocol=pickle.HIGHEST_PROTOCOL))
+        fh.write(_FOOTER.pack(at))
 
 
 Signature = tuple[int, int, int]

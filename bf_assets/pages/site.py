@@ -41,10 +41,10 @@ from bf_assets.files import write_atomic
 from bf_assets.ingest.treeprint import in_context
 from bf_assets.pages.index import index_parts
 from bf_assets.pages.on_demand import (
-    SourcesWriter,
     needs_page,
     read_input,
     sources_signature,
+    writing_sources,
 )
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
@@ -72,8 +72,7 @@ def page_name(key: TrialKey, *, clean: bool = True) -> str:
 
 class PageFiles(Mapping[TrialKey, Path]):
     """Each written trial's page file, by trial key: held as the page names (``trials/…``)
-    under one folder and made into paths when asked.  A ``Path`` a trial (its parts list and
-    strings) was the largest part of a 100,000-trial result."""
+    under one folder and made into paths when asked (a ``Path`` per trial costs far more)."""
 
     __slots__ = ("out", "names")
 
@@ -100,8 +99,7 @@ class PageFiles(Mapping[TrialKey, Path]):
 @dataclass(slots=True)
 class PagesSummary:
     """What a render did, without the page of each trial (what a render in another process
-    sends back: at 100,000 trials the page map was some 27 MB to unpickle at the release's
-    end, for a count)."""
+    sends back: a count, not the page map)."""
 
     out_dir: Path
     index: Path
@@ -199,7 +197,7 @@ def _needed(job: _Job, sources: Path, hrefs: Mapping[TrialKey, str]) -> list[int
     written to ``sources``."""
     ds = job.ds
     picked: list[int] = []
-    with SourcesWriter(sources, clean=job.clean) as kept:
+    with writing_sources(sources, clean=job.clean) as kept:
         for i, t in enumerate(ds.trials):
             key = trial_key(t)
             if needs_page(t, ds.decision.get(key), ds.quarantine.get(key)):

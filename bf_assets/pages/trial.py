@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bf_assets.dataset.decide import Decision
 from bf_assets.dataset.quarantine import QuarantineEntry
@@ -45,7 +45,6 @@ class PageFacts:
     windows: int = 0
     steps: int = 0
     findings: int = 0
-    cited_steps: list[str] = field(default_factory=list)
 
 
 def _loc(f: Finding) -> str:
@@ -430,9 +429,6 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
     }
     facts.windows = len(windows)
     facts.steps = sum(len(s) for s in shown.values())
-    facts.cited_steps = sorted(
-        f"{src}-L{n}" for src, lines in cites.items() for n in lines if n in shown.get(src, set())
-    )
     verdict, identity = _summary(inp, scrub)
     body = [_header(inp, scrub), "<main>", verdict, _story(r, scrub)]
     body.append(_findings(planned, windows, shown, scrub))

@@ -33,7 +33,6 @@ equal tags still mean equal releases.
 from __future__ import annotations
 
 import hashlib
-import re
 import shutil
 import time
 import uuid
@@ -158,9 +157,6 @@ def release_time(times: Sequence[Any], released_at: str | None = None) -> str:
     parsed = [t for t in map(_utc, times) if t is not None]
     newest = given or (max(parsed) if parsed else None)
     return newest.strftime("%Y%m%d-%H%M%S") if newest else "00000000-000000"
-
-
-TAG_PATTERN = re.compile(r"^(?P<prefix>.*?)(?P<time>\d{8}-\d{6})-(?P<digest>[0-9a-f]{12})$")
 
 
 def release_tag(prefix: str, time: str, digest: str) -> str:

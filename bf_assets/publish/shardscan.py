@@ -15,8 +15,7 @@ A piece keeps at most ``cap`` findings per check: the report keeps the first ``c
 check in all, so a later one of a piece could never be kept.  Row groups are read one at a
 time: one that cannot be read (a damaged page) is a ``PUBLISH_SCHEMA`` finding naming its rows,
 never an exception, and the scan goes on with the next (the shard's row count then falls short
-of the manifest's, a second finding).  Until this module, such a shard stopped the gate with
-pyarrow's exception.
+of the manifest's, a second finding).
 """
 
 from __future__ import annotations

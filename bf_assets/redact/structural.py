@@ -31,9 +31,8 @@ Values known to be safe are kept byte for byte: UUIDs, hex digests, ``sha256:`` 
 Every rule is gated: by keywords in the engine's automaton, or (the token and blob rule,
 which has no keyword) by one compiled regex over the text.
 
-Two functions serve other code: :func:`credential_shapes` (the publish gate's second look:
-the kinds that need no context) and :func:`named_secret_value` (structured data: a value
-whose entry's name names a credential).
+:func:`credential_shapes` serves the publish gate's second look: the kinds that need no
+context.
 """
 
 from __future__ import annotations
@@ -899,7 +898,7 @@ def find_credential_values(ctx: Context, positions: list[int]) -> Iterator[tuple
                 continue
         vstart = gm.end()
         if sep in (":", "=") and text[vstart : vstart + 1] in ("|", ">", "\n"):
-            vstart = _next_line_value(text, vstart, e - s)  # YAML block scalar, value below
+            vstart = _next_line_value(text, vstart)  # YAML block scalar, value below
         v = _value_at(text, vstart, min(n, vstart + 4096))
         if v is None:
             continue
@@ -932,7 +931,7 @@ _PREV_WORD = _rx(r"([A-Za-z]{2,16})[ \t]\Z")
 _BLOCK = _rx(r"[|>][+-]?[ \t]*\r?\n|[ \t]*\r?\n")
 
 
-def _next_line_value(text: str, i: int, indent_hint: int) -> int:
+def _next_line_value(text: str, i: int) -> int:
     """Where the value of ``key:`` starts when it is on the next line (a YAML block scalar
     or a key on a line of its own), or ``i`` when there is none."""
     m = _BLOCK.match(text, i)
@@ -1337,24 +1336,3 @@ def credential_shapes(text: str) -> list[tuple[str, int, int]]:
     if starts:
         out.extend((KIND_KEY, s, e) for s, e in find_der_keys(ctx, starts))
     return out
-
-
-_NAME_FIELDS = ("name", "key", "Name", "Key", "id", "variable", "param", "property", "setting")
-_VALUE_FIELDS = frozenset({"value", "Value", "val", "content", "data", "secret"})
-
-
-def named_secret_value(parent: dict[object, object], key: object) -> bool:
-    """``parent[key]`` is the value of an entry that names a credential: ``{"name":
-    "SERVICE_API_KEY", "value": ...}`` (Kubernetes, CI variables), ``{"key": "DbPassword",
-    "value": ...}`` (.NET settings).  For structured data, where the text rules cannot see
-    the name next to the value."""
-    if key not in _VALUE_FIELDS:
-        return False
-    value = parent.get(key)
-    if not isinstance(value, str) or is_placeholder(value):
-        return False
-    for field_name in _NAME_FIELDS:
-        name = parent.get(field_name)
-        if isinstance(name, str) and name and key_strength(name) in ("password", "strong"):
-            return True
-    return False

@@ -27,7 +27,6 @@ from typing import Any
 from bf_assets.gate.view import ResultView, get, num, parse_time
 from bf_assets.ingest.scan import TrialData
 
-EXECUTION_STATES = ("finished", "agent_timeout", "verifier_timeout", "exception", "not_started")
 MESSAGE_MAX = 300  # characters of an exception message kept
 _MESSAGE_READ = 2_000  # characters cleaned before clipping (a secret cut short still matches)
 NOT_STARTED_CATEGORIES = frozenset({"sandbox_setup", "install_failure"})

@@ -1,4 +1,4 @@
-"""In-memory :class:`TrialReview` builders for tests, examples and the picture's demo.
+"""In-memory :class:`TrialReview` builders for the dataset-review tests.
 
 Nothing here touches the disk: the reviews are built with the dataclass constructors, with
 the fields the dataset-level review reads (identity, outcome, health, verdict, findings and
