@@ -16,20 +16,29 @@ dropped, counts and all), so a release's rows, shards and counts are the same wh
 rows were built here or by workers.  Each process remembers the long strings it cleaned
 across the trials it builds (:class:`~bf_assets.curate.clean.CleanedTexts`): what cleaning
 gives and counts for a string depends on the string alone.
+
+The rows of a job partition are built once, where the partition is ingested
+(:func:`write_trial_rows`): each outcome is one pickled record of the partition's rows file,
+found again by its index entry (file, offset, length), and a release reads the outcomes of
+the trials it exports from those files (:class:`StoredRows`) instead of building them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanedTexts, CleaningError, CleanStats, clean_value
 from bf_assets.curate.rows import CurationError, build_row
+from bf_assets.files import atomic_writer
 
 # Cleaned long strings a process remembers across the trials it builds (least recently used
 # dropped first): the rows of a harness and task repeat their prompts and tools.
@@ -114,3 +123,147 @@ def _batch_in_worker(batch: list[Candidate], steps: bool) -> list[Outcome]:
     if not _TEXTS:
         _TEXTS.append(CleanedTexts(RELEASE_TEXT_ENTRIES, RELEASE_TEXT_CHARS))
     return [build_one(cand, steps, _TEXTS[0]) for cand in batch]
+
+
+# --------------------------------------------------------------------------- rows files
+
+ROWS_SUFFIX = ".rows"
+KEEP_ROWS_FILES = 2  # a partition's newest files: a release may still read the one before
+# one index entry per trial of a rows file (the ``trial_rows`` table)
+ROW_INDEX_COLUMNS = (
+    "job",
+    "rollout",
+    "path",
+    "rollout_id",
+    "rows_file",
+    "offset",
+    "length",
+    "error",
+)
+NOT_BUILT = "its rows were not built from the reviewed files (trial_rows is missing or stale)"
+RowSource = Callable[[Sequence[Candidate], bool], Iterable[tuple[Candidate, Outcome]]]
+
+
+def default_rows(selected: Sequence[Candidate], steps: bool) -> Iterator[tuple[Candidate, Outcome]]:
+    """Each candidate's outcome built now (:func:`built_rows`)."""
+    return built_rows(selected, steps=steps)
+
+
+def write_trial_rows(
+    candidates: Sequence[Candidate], file_of: Callable[[str], Path]
+) -> list[dict[str, Any]]:
+    """Build the outcome of each candidate (cleaned steps kept) and write it, one pickled
+    record ``(job, rollout, rollout_id, outcome)``, into the rows file of its job
+    (``file_of(job)`` names it without its content digest; the file written is
+    ``<name>.<digest>.rows``, whole or not at all).  One index entry per candidate
+    (:data:`ROW_INDEX_COLUMNS`), in the order given."""
+    order = sorted(range(len(candidates)), key=lambda i: candidates[i].job)
+    ordered = [candidates[i] for i in order]
+    entries: list[dict[str, Any]] = []
+    writer: _RowsWriter | None = None
+    try:
+        for cand, outcome in built_rows(ordered, steps=True):
+            if writer is None or writer.job != cand.job:
+                if writer is not None:
+                    entries += writer.close()
+                writer = _RowsWriter(cand.job, file_of(cand.job))
+            writer.add(cand, outcome)
+        if writer is not None:
+            entries += writer.close()
+            writer = None
+    finally:
+        if writer is not None:
+            writer.abort()
+    by_key = {(e["job"], e["rollout"]): e for e in entries}
+    return [by_key[c.key] for c in candidates]
+
+
+class _RowsWriter:
+    """One job's rows file, written beside its final name and renamed to its digest."""
+
+    def __init__(self, job: str, base: Path) -> None:
+        self.job = job
+        self.base = base
+        self._digest = hashlib.sha256()
+        self._writer = atomic_writer(base.with_name(base.name + ".partial"))
+        self._fh: BinaryIO = self._writer.__enter__()
+        self._entries: list[dict[str, Any]] = []
+        self._at = 0
+
+    def add(self, cand: Candidate, outcome: Outcome) -> None:
+        record = pickle.dumps(
+            (cand.job, cand.rollout, cand.rollout_id, outcome), protocol=pickle.HIGHEST_PROTOCOL
+        )
+        self._fh.write(record)
+        self._digest.update(record)
+        self._entries.append(
+            {
+                "job": cand.job,
+                "rollout": cand.rollout,
+                "path": cand.rel_path,
+                "rollout_id": cand.rollout_id,
+                "offset": self._at,
+                "length": len(record),
+                "error": outcome if isinstance(outcome, str) else None,
+            }
+        )
+        self._at += len(record)
+
+    def close(self) -> list[dict[str, Any]]:
+        self._writer.__exit__(None, None, None)
+        partial = self.base.with_name(self.base.name + ".partial")
+        final = self.base.with_name(
+            f"{self.base.name}.{self._digest.hexdigest()[:16]}{ROWS_SUFFIX}"
+        )
+        partial.replace(final)
+        _prune_rows_files(self.base, final)
+        return [{**e, "rows_file": str(final)} for e in self._entries]
+
+    def abort(self) -> None:
+        """Leave no file (the writer's temporary one is removed)."""
+        stop = RuntimeError("the rows file was not completed")
+        self._writer.__exit__(RuntimeError, stop, None)
+
+
+def _prune_rows_files(base: Path, current: Path) -> None:
+    """Keep the newest :data:`KEEP_ROWS_FILES` rows files of ``base``'s partition."""
+    found = []
+    for p in base.parent.glob(f"{base.name}.*{ROWS_SUFFIX}"):
+        try:
+            found.append((p.stat().st_mtime_ns, p))
+        except OSError:
+            continue
+    found.sort(reverse=True)
+    for _, p in [f for f in found if f[1] != current][KEEP_ROWS_FILES - 1 :]:
+        p.unlink(missing_ok=True)
+
+
+class StoredRows:
+    """The outcomes of trials read back from rows files: ``entries`` maps a trial's key to
+    its index entry (``rollout_id``, ``rows_file``, ``offset``, ``length``).  A trial
+    without an entry, or whose record is not the one of its reviewed files, is
+    :data:`NOT_BUILT`."""
+
+    def __init__(self, entries: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
+        self._entries = entries
+
+    def __call__(
+        self, selected: Sequence[Candidate], steps: bool
+    ) -> Iterator[tuple[Candidate, Outcome]]:
+        for cand in selected:
+            yield cand, self.outcome(cand)
+
+    def outcome(self, cand: Candidate) -> Outcome:
+        e = self._entries.get(cand.key)
+        if e is None or e["rollout_id"] != cand.rollout_id:
+            return NOT_BUILT
+        try:
+            with open(e["rows_file"], "rb") as fh:
+                fh.seek(int(e["offset"]))
+                data = fh.read(int(e["length"]))
+            job, rollout, rollout_id, outcome = pickle.loads(data)
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError):
+            return NOT_BUILT
+        if (job, rollout, rollout_id) != (cand.job, cand.rollout, cand.rollout_id):
+            return NOT_BUILT
+        return outcome
