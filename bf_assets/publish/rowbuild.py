@@ -30,8 +30,9 @@ import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
@@ -153,76 +154,50 @@ def write_trial_rows(
     candidates: Sequence[Candidate], file_of: Callable[[str], Path]
 ) -> list[dict[str, Any]]:
     """Build the outcome of each candidate (cleaned steps kept) and write it, one pickled
-    record ``(job, rollout, rollout_id, outcome)``, into the rows file of its job
-    (``file_of(job)`` names it without its content digest; the file written is
-    ``<name>.<digest>.rows``, whole or not at all).  One index entry per candidate
-    (:data:`ROW_INDEX_COLUMNS`), in the order given."""
-    order = sorted(range(len(candidates)), key=lambda i: candidates[i].job)
-    ordered = [candidates[i] for i in order]
-    entries: list[dict[str, Any]] = []
-    writer: _RowsWriter | None = None
-    try:
-        for cand, outcome in built_rows(ordered, steps=True):
-            if writer is None or writer.job != cand.job:
-                if writer is not None:
-                    entries += writer.close()
-                writer = _RowsWriter(cand.job, file_of(cand.job))
-            writer.add(cand, outcome)
-        if writer is not None:
-            entries += writer.close()
-            writer = None
-    finally:
-        if writer is not None:
-            writer.abort()
-    by_key = {(e["job"], e["rollout"]): e for e in entries}
+    record ``(job, rollout, rollout_id, outcome)``, into the rows file of its job:
+    ``<file_of(job)>.<digest of its records>.rows``, written whole or not at all.  One index
+    entry per candidate (:data:`ROW_INDEX_COLUMNS`), in the order given."""
+    ordered = sorted(candidates, key=lambda c: c.job)
+    outcomes = built_rows(ordered, steps=True)
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    for job, of_job in groupby(outcomes, key=lambda pair: pair[0].job):
+        for entry in _write_rows_file(file_of(job), of_job):
+            by_key[entry["job"], entry["rollout"]] = entry
     return [by_key[c.key] for c in candidates]
 
 
-class _RowsWriter:
-    """One job's rows file, written beside its final name and renamed to its digest."""
-
-    def __init__(self, job: str, base: Path) -> None:
-        self.job = job
-        self.base = base
-        self._digest = hashlib.sha256()
-        self._writer = atomic_writer(base.with_name(base.name + ".partial"))
-        self._fh: BinaryIO = self._writer.__enter__()
-        self._entries: list[dict[str, Any]] = []
-        self._at = 0
-
-    def add(self, cand: Candidate, outcome: Outcome) -> None:
-        record = pickle.dumps(
-            (cand.job, cand.rollout, cand.rollout_id, outcome), protocol=pickle.HIGHEST_PROTOCOL
-        )
-        self._fh.write(record)
-        self._digest.update(record)
-        self._entries.append(
-            {
-                "job": cand.job,
-                "rollout": cand.rollout,
-                "path": cand.rel_path,
-                "rollout_id": cand.rollout_id,
-                "offset": self._at,
-                "length": len(record),
-                "error": outcome if isinstance(outcome, str) else None,
-            }
-        )
-        self._at += len(record)
-
-    def close(self) -> list[dict[str, Any]]:
-        self._writer.__exit__(None, None, None)
-        partial = self.base.with_name(self.base.name + ".partial")
-        final = self.base.with_name(
-            f"{self.base.name}.{self._digest.hexdigest()[:16]}{ROWS_SUFFIX}"
-        )
-        partial.replace(final)
-        _prune_rows_files(self.base, final)
-        return [{**e, "rows_file": str(final)} for e in self._entries]
-
-    def abort(self) -> None:
-        """Leave no file (the writer's temporary one is removed)."""
-        stop = RuntimeError("the rows file was not completed")
-        self._writer.__exit__(RuntimeError, stop, None)
+def _write_rows_file(
+    base: Path, outcomes: Iterable[tuple[Candidate, Outcome]]
+) -> list[dict[str, Any]]:
+    """One job's records, written beside ``base`` and then named by their digest."""
+    partial = base.with_name(base.name + ".partial")
+    digest = hashlib.sha256()
+    entries: list[dict[str, Any]] = []
+    at = 0
+    with atomic_writer(partial) as fh:
+        for cand, outcome in outcomes:
+            record = pickle.dumps(
+                (cand.job, cand.rollout, cand.rollout_id, outcome),
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+            fh.write(record)
+            digest.update(record)
+            entries.append(
+                {
+                    "job": cand.job,
+                    "rollout": cand.rollout,
+                    "path": cand.rel_path,
+                    "rollout_id": cand.rollout_id,
+                    "offset": at,
+                    "length": len(record),
+                    "error": outcome if isinstance(outcome, str) else None,
+                }
+            )
+            at += len(record)
+    final = base.with_name(f"{base.name}.{digest.hexdigest()[:16]}{ROWS_SUFFIX}")
+    partial.replace(final)
+    _prune_rows_files(base, final)
+    return [{**e, "rows_file": str(final)} for e in entries]
 
 
 def _prune_rows_files(base: Path, current: Path) -> None:
