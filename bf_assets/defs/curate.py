@@ -4,7 +4,7 @@
 ``trial_rows`` builds the cleaned export rows of every trial of its job partition that a
 dataset review could export (``bf_assets.curate.frames.exportable_candidates``), once, in the
 runs that ingest the partition, so the executor spreads them with the ingest.  The rows go
-to one file per partition in the local warehouse (``trial_rows/<job>.<digest>.rows``,
+to one file per partition in the warehouse (``trial_rows/<job>.<time>-<random>.rows``,
 ``bf_assets.publish.rowbuild.write_trial_rows``); the asset's value is the small index of
 that file, one row per trial (where its record is, or why its row could not be built).  A
 file curation reads that is not the one the review read is a curation error of that trial,
@@ -21,10 +21,10 @@ the IO manager.
 """
 
 from collections.abc import Mapping
-from pathlib import Path
 
 import dagster as dg
 import pandas as pd
+from upath import UPath
 
 from bf_assets.batch.ingest_state import partition_relpath
 from bf_assets.curate.frames import exportable_candidates, exported_row_entries
@@ -35,7 +35,7 @@ from bf_assets.defs.io_managers import ROW_COUNT_ATTR, PartitionTables
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
 from bf_assets.defs.ranges import backfill_partitions_per_run
-from bf_assets.defs.resources import RunRoots, local_warehouse
+from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
 from bf_assets.publish.bundle import Bundle, build_bundle
 from bf_assets.publish.rowbuild import ROW_INDEX_COLUMNS, StoredRows, write_trial_rows
 
@@ -105,14 +105,14 @@ def trial_rows(
     built once and written to the partition's rows file; the value is the file's index, one
     row per trial."""
     keys = list(context.partition_keys)
-    folder = local_warehouse(run_roots.roots) / ROWS_DIR
+    folder = UPath(namespaced_warehouse(warehouse_dir(), run_roots.roots)) / ROWS_DIR
     candidates = [
         cand
         for key in keys
         for cand in exportable_candidates(validated_trials.get(key), raw_trials.get(key))
     ]
 
-    def file_of(job: str) -> Path:
+    def file_of(job: str) -> UPath:
         *dirs, name = partition_relpath(job)
         return folder.joinpath(*dirs, name)
 

@@ -19,22 +19,25 @@ gives and counts for a string depends on the string alone.
 
 The rows of a job partition are built once, where the partition is ingested
 (:func:`write_trial_rows`): each outcome is one pickled record of the partition's rows file,
-found again by its index entry (file, offset, length), and a release reads the outcomes of
-the trials it exports from those files (:class:`StoredRows`) instead of building them.
+found again by its index entry (file, offset, length); the files are local or on an fsspec
+filesystem, as the warehouse is.  A release reads the outcomes of the trials it exports from
+those files (:class:`StoredRows`) instead of building them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
+import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
+from upath import UPath
 
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanedTexts, CleaningError, CleanStats, clean_value
@@ -151,66 +154,68 @@ def default_rows(selected: Sequence[Candidate], steps: bool) -> Iterator[tuple[C
 
 
 def write_trial_rows(
-    candidates: Sequence[Candidate], file_of: Callable[[str], Path]
+    candidates: Sequence[Candidate], file_of: Callable[[str], UPath]
 ) -> list[dict[str, Any]]:
     """Build the outcome of each candidate (cleaned steps kept) and write it, one pickled
-    record ``(job, rollout, rollout_id, outcome)``, into the rows file of its job:
-    ``<file_of(job)>.<digest of its records>.rows``, written whole or not at all.  One index
-    entry per candidate (:data:`ROW_INDEX_COLUMNS`), in the order given."""
+    record ``(job, rollout, rollout_id, outcome)``, into a new rows file of its job,
+    ``<file_of(job)>.<time>-<random>.rows`` (a local path or an fsspec URL), written whole
+    or not at all; the job's older files but the one before are removed.  One index entry
+    per candidate (:data:`ROW_INDEX_COLUMNS`), in the order given."""
     ordered = sorted(candidates, key=lambda c: c.job)
     outcomes = built_rows(ordered, steps=True)
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     for job, of_job in groupby(outcomes, key=lambda pair: pair[0].job):
-        for entry in _write_rows_file(file_of(job), of_job):
+        for entry in _write_rows_file(UPath(file_of(job)), of_job):
             by_key[entry["job"], entry["rollout"]] = entry
     return [by_key[c.key] for c in candidates]
 
 
+@contextmanager
+def _whole(path: UPath) -> Iterator[BinaryIO]:
+    """``path`` to write, seen whole or not at all: a local file through
+    :func:`~bf_assets.files.atomic_writer`; an object store shows an object once it is
+    closed."""
+    if getattr(path, "protocol", "") in ("", "file", "local"):
+        with atomic_writer(path.path) as fh:
+            yield fh
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as fh:
+        yield fh
+
+
 def _write_rows_file(
-    base: Path, outcomes: Iterable[tuple[Candidate, Outcome]]
+    base: UPath, outcomes: Iterable[tuple[Candidate, Outcome]]
 ) -> list[dict[str, Any]]:
-    """One job's records, written beside ``base`` and then named by their digest."""
-    partial = base.with_name(base.name + ".partial")
-    digest = hashlib.sha256()
+    """One job's records in a new file beside ``base``: names sort by the time written."""
+    path = base.with_name(f"{base.name}.{time.time_ns():020d}-{uuid.uuid4().hex[:8]}{ROWS_SUFFIX}")
     entries: list[dict[str, Any]] = []
     at = 0
-    with atomic_writer(partial) as fh:
+    with _whole(path) as fh:
         for cand, outcome in outcomes:
             record = pickle.dumps(
                 (cand.job, cand.rollout, cand.rollout_id, outcome),
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
             fh.write(record)
-            digest.update(record)
             entries.append(
                 {
                     "job": cand.job,
                     "rollout": cand.rollout,
                     "path": cand.rel_path,
                     "rollout_id": cand.rollout_id,
+                    "rows_file": str(path),
                     "offset": at,
                     "length": len(record),
                     "error": outcome if isinstance(outcome, str) else None,
                 }
             )
             at += len(record)
-    final = base.with_name(f"{base.name}.{digest.hexdigest()[:16]}{ROWS_SUFFIX}")
-    partial.replace(final)
-    _prune_rows_files(base, final)
-    return [{**e, "rows_file": str(final)} for e in entries]
-
-
-def _prune_rows_files(base: Path, current: Path) -> None:
-    """Keep the newest :data:`KEEP_ROWS_FILES` rows files of ``base``'s partition."""
-    found = []
-    for p in base.parent.glob(f"{base.name}.*{ROWS_SUFFIX}"):
-        try:
-            found.append((p.stat().st_mtime_ns, p))
-        except OSError:
-            continue
-    found.sort(reverse=True)
-    for _, p in [f for f in found if f[1] != current][KEEP_ROWS_FILES - 1 :]:
-        p.unlink(missing_ok=True)
+    names = sorted(p.name for p in base.parent.glob(f"{base.name}.*{ROWS_SUFFIX}"))
+    for name in names[: -KEEP_ROWS_FILES or None]:
+        if name != path.name:
+            base.with_name(name).unlink(missing_ok=True)
+    return entries
 
 
 class StoredRows:
@@ -233,7 +238,7 @@ class StoredRows:
         if e is None or e["rollout_id"] != cand.rollout_id:
             return NOT_BUILT
         try:
-            with open(e["rows_file"], "rb") as fh:
+            with UPath(str(e["rows_file"])).open("rb") as fh:
                 fh.seek(int(e["offset"]))
                 data = fh.read(int(e["length"]))
             job, rollout, rollout_id, outcome = pickle.loads(data)
