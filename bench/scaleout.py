@@ -56,6 +56,8 @@ PROFILE = REPO_ROOT / "deploy" / "dagster.postgres.yaml"
 QUICK_TRIALS = 310  # four jobs (100, 100, 100, 10): two ranges of two partitions
 SHARED_QUEUE = "dagster"  # bf_assets.defs.executors.CELERY_SHARED_QUEUE (imported lazily)
 WORKERS = ("bf-w1", "bf-w2")
+# the steps of ``ingest_job`` that do per-trial work: each must run on every worker
+PER_TRIAL_STEPS = ("ingest_trials", "trial_rows")
 SESSION_TAG = "bf/scaleout"
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 WORKER_START_TIMEOUT_S = 90.0
@@ -714,7 +716,7 @@ def check_on_workers(
     ``release_job`` run; every step that started ran on one of the workers (the engine event's
     Celery node is that worker's and the step's ``STEP_START`` pid is the worker's pid); with
     ``pinned`` (queue → worker), each range's steps ran on the worker of its queue; both workers
-    ran ingest steps."""
+    ran each per-trial step (:data:`PER_TRIAL_STEPS`: the review and the rows)."""
     problems: list[str] = []
     by_pid = {pid: name for name, pid in worker_pids.items()}
     ingest = [r for r in runs if r["job"] == "ingest_job"]
@@ -725,7 +727,7 @@ def check_on_workers(
         problems.append(f"ingest runs cover {sorted(got)}, not one run per range {sorted(wanted)}")
     if len(release) != 1:
         problems.append(f"{len(release)} release_job run(s), not one")
-    ingest_workers: set[str] = set()
+    on: dict[str, set[str]] = {step: set() for step in PER_TRIAL_STEPS}
     for r in runs:
         rid = f"{r['job']} {r['run_id'][:8]}"
         if r["status"] != "SUCCESS":
@@ -741,12 +743,14 @@ def check_on_workers(
             if not node or not str(node).startswith(f"{owner}@"):
                 problems.append(f"{rid}: step {step}: engine event names {node!r}, pid is {owner}")
             if r["job"] == "ingest_job":
-                ingest_workers.add(owner)
+                on.setdefault(step, set()).add(owner)
                 queue = r.get("queue")
                 if pinned and queue in pinned and pinned[queue] != owner:
                     problems.append(f"{rid}: step {step} on {owner}, pinned to {pinned[queue]}")
-    if len(expected_ranges) >= len(worker_pids) and ingest_workers != set(worker_pids):
-        problems.append(f"ingest steps ran on {sorted(ingest_workers)} only")
+    if len(expected_ranges) >= len(worker_pids):
+        for step in PER_TRIAL_STEPS:
+            if on[step] != set(worker_pids):
+                problems.append(f"ingest step {step} ran on {sorted(on[step])} only")
     return problems
 
 

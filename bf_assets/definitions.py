@@ -18,7 +18,7 @@ import dagster as dg
 
 import bf_assets.components
 from bf_assets.defs.checks import publish_gate
-from bf_assets.defs.curate import curated_rollouts
+from bf_assets.defs.curate import curated_rollouts, trial_rows
 from bf_assets.defs.executors import select_executor
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.io_managers import ParquetIOManager, PickleIOManager
@@ -62,6 +62,7 @@ def build_defs(
         assets=[
             raw_trials,
             validated_trials,
+            trial_rows,
             dataset_review,
             results,
             trial_pages,

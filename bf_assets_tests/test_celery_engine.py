@@ -64,7 +64,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:dagster_celery.exec
 
 REDIS_HOST = os.environ.get("BF_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("BF_TEST_REDIS_PORT", "6379"))
-STEPS = {"ingest_trials"}  # at least this step (raw_trials … trial_audits; the graph may grow)
+STEPS = {"ingest_trials", "trial_rows"}  # at least these steps (the review, the rows)
 WORKER_NAMES = ("bf-w1", "bf-w2")
 WORKER_START_TIMEOUT_S = 45.0
 WORKER_STOP_TIMEOUT_S = 10.0

@@ -205,3 +205,41 @@ def test_a_decision_is_found_by_its_trial_key() -> None:
         with pytest.raises(KeyError):
             back[("j9", "r1")]
     assert ExportDecision().get(("a", "b")) is None
+
+
+def test_could_export_is_what_the_decision_asks_of_a_trial_alone(tmp_path: Any) -> None:
+    """The partitions build rows for the trials some dataset review could export: every
+    exported trial is one of them, whatever the plan, coverage or quarantine decide."""
+    from bf_assets.dataset.decide import could_export
+
+    rs = [
+        make_review("t1", rollout="t1__a", started_at="2026-06-01T10:00:00"),
+        make_review("t1", rollout="t1__b", started_at="2026-06-02T10:00:00"),
+        make_review("t2", rollout="t2__h", checks=["HACK_SUSPECTED"]),
+        make_review("t3", rollout="t3__n", training_ready=False),
+        make_review("t4", rollout="t4__o", harness="oracle", outcome="oracle"),
+        make_review("t5", rollout="t5__x", checks=["GATE_ROWS_MISSING"]),
+        make_review("t6", rollout="t6__f", outcome="infra_error"),
+    ]
+    got = {r.ref.rollout: could_export(r) for r in rs}
+    assert got == {
+        "t1__a": True,  # superseded under a plan, exported without one
+        "t1__b": True,
+        "t2__h": True,  # quarantined: a manual release can export it
+        "t3__n": False,
+        "t4__o": False,
+        "t5__x": False,
+        "t6__f": False,
+    }
+    quarantine = tmp_path / "quarantine.yaml"
+    quarantine.write_text(
+        f"- trial: jobs/{rs[2].ref.rel_path}\n  action: release\n  reason: looked at it\n"
+        "  by: someone\n  at: 2026-06-03\n",
+        encoding="utf-8",
+    )
+    for kw in ({}, {"plan_path": _plan_file(tmp_path, ["t1", "t2"])}):
+        ds = assemble(rs, **kw)
+        exported = {d.rollout for d in ds.decision.exported}
+        assert exported and all(got[r] for r in exported)
+    released = assemble(rs, quarantine_path=str(quarantine))
+    assert "t2__h" in {d.rollout for d in released.decision.exported}

@@ -18,6 +18,7 @@ from bf_assets.defs.ingest import raw_trials
 from bf_assets.defs.io_managers import ParquetIOManager
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
+from bf_assets.publish.rowbuild import ROW_INDEX_COLUMNS
 from bf_assets.review.tables import FINDING_COLUMNS, RAW_COLUMNS, SKILL_COLUMNS, VALIDATED_COLUMNS
 from bf_assets_tests.test_dagster_defs import KEY, jobs_root  # noqa: F401 (a fixture)
 
@@ -28,6 +29,7 @@ ASSETS = {
     "findings",
     "skill_audit",
     "trial_audits",
+    "trial_rows",
     "coverage",
     "sandbox_parity",
     "review_report",
@@ -43,6 +45,7 @@ TABLES = {
     "skill_audit": SKILL_COLUMNS,
     "trial_audits": FINDING_COLUMNS,
     "curated_rollouts": INDEX_COLUMNS,
+    "trial_rows": list(ROW_INDEX_COLUMNS),
 }
 
 
@@ -81,6 +84,7 @@ def test_every_asset_has_a_code_version_of_its_module() -> None:
     assert ingest == {conventions.code_version("bf_assets.defs.ingest")}
     assert versions["coverage"] == versions["review_report"] == versions["sandbox_parity"]
     assert versions["curated_rollouts"] == conventions.code_version("bf_assets.defs.curate")
+    assert versions["trial_rows"] == versions["curated_rollouts"]
     assert len({versions[n] for n in ("raw_trials", "coverage", "trial_pages")}) == 3
 
 

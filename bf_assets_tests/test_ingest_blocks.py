@@ -51,8 +51,8 @@ def test_a_release_in_bounded_ingest_runs_publishes_the_same_bytes(
         done = [
             e for e in events if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
         ]
-        assert len(planned) == 5  # one per asset, not one per asset and partition
-        assert len(done) == 15  # every partition of every asset is materialized
+        assert len(planned) == 6  # one per asset, not one per asset and partition
+        assert len(done) == 18  # every partition of every asset is materialized
         keys = inst.get_materialized_partitions(dg.AssetKey("validated_trials"))
         assert len(keys) == 3
     monkeypatch.setenv("BF_INGEST_RUN_TRIALS", "100")

@@ -90,11 +90,18 @@ def test_definitions_wire_the_release(instance: dg.DagsterInstance) -> None:
     }
     assert job.tags.get("release") == "publish"
     graph = defs.resolve_asset_graph()
-    # curation reads the one decision, not the tables it was made from
+    # curation reads the one decision and the rows its partitions built, not the tables the
+    # decision was made from
     assert graph.get(dg.AssetKey("curated_rollouts")).parent_keys == {
         dg.AssetKey("review_report"),
         dg.AssetKey("raw_trials"),
+        dg.AssetKey("trial_rows"),
     }
+    assert graph.get(dg.AssetKey("trial_rows")).partitions_def is not None
+    assert (
+        dg.AssetKey("trial_rows")
+        in defs.resolve_job_def("ingest_job").asset_layer.executable_asset_keys
+    )
     groups = {k.to_user_string(): graph.get(k).group_name for k in graph.get_all_asset_keys()}
     assert groups == {
         "raw_trials": "ingest",
@@ -102,6 +109,7 @@ def test_definitions_wire_the_release(instance: dg.DagsterInstance) -> None:
         "findings": "gate",
         "skill_audit": "audit",
         "trial_audits": "audit",
+        "trial_rows": "curate",
         "coverage": "dataset",
         "sandbox_parity": "dataset",
         "review_report": "dataset",
@@ -172,7 +180,6 @@ def test_a_failing_check_blocks_publish_and_publish_alone_refuses(
     only ``published_dataset`` refuses the same bundle on its own."""
     leaky_trial(runs_root)
     d = make_defs(runs_root, tmp_path)
-    ingest(d, runs_root, instance)
     import bf_assets.curate.rows as rows
     from bf_assets.curate.clean import Cleaner
 
@@ -180,7 +187,8 @@ def test_a_failing_check_blocks_publish_and_publish_alone_refuses(
         def value(self, value: Any) -> Any:
             return value
 
-    monkeypatch.setattr(rows, "Cleaner", Broken)
+    monkeypatch.setattr(rows, "Cleaner", Broken)  # the rows are built where ingest runs
+    ingest(d, runs_root, instance)
     res = release(d, instance)
     assert not res.success
     assert materialized(res) == {*DATASET_ASSETS, "curated_rollouts"}

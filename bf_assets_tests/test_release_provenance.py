@@ -1,7 +1,7 @@
 """What a real ``bf-assets release`` publishes is what its review read and may show: a trial
-file rewritten between the review and curation excludes that trial (a curation error naming
-the file), and a trial named by a credential-shaped string is excluded with a finding that
-names it; in both cases the other trials publish and no published byte holds the change or
+file rewritten between the review and the building of its rows excludes that trial (a
+curation error naming the file), and a trial named by a credential-shaped string is excluded
+with a finding that names it; in both cases the other trials publish and no published byte holds the change or
 the secret."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from leakproof_corpus import Gen
 from trialkit import FINISHED, ROWS_FILE, Trial, TrialSpec, healthy_spec
 
-from bf_assets.defs import publish as publish_defs
+from bf_assets.defs import curate as curate_defs
 from bf_assets_tests.releasekit import isolated_release
 
 
@@ -65,15 +65,16 @@ def test_a_file_rewritten_after_the_review_is_not_published(
     runs.mkdir()
     keep = [_spec(t).write(runs) for t in ("alpha", "beta")]
     victim = _spec("gamma").write(runs)
-    real = publish_defs.exported_candidates
+    real = curate_defs.exportable_candidates
 
     def rewrite_then_hand_over(*args: Any, **kwargs: Any) -> Any:
-        # after the review, before curation: same size, same mtime, other bytes
+        # after the review, before the partition builds its rows: same size, same mtime,
+        # other bytes
         if victim.file(rel).read_bytes().count(new) == 0:
             victim.rewrite_in_place(rel, old, new)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(publish_defs, "exported_candidates", rewrite_then_hand_over)
+    monkeypatch.setattr(curate_defs, "exportable_candidates", rewrite_then_hand_over)
     code, out = _release(monkeypatch, tmp_path, runs)
     assert code == 0
     assert victim.file(rel).read_bytes().count(new) == 1  # the rewrite happened

@@ -86,3 +86,73 @@ def test_an_unexpected_error_in_a_worker_stops_the_release(
     monkeypatch.setattr(rowbuild, "build_row", broken)
     with pytest.raises(KeyError, match="unexpected"):
         _build(release, tmp_path / "x", monkeypatch, forked=True)
+
+
+def test_rows_built_in_partitions_and_read_back_make_the_same_release(
+    release: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written to the rows files of their job partitions (before any dataset review:
+    without coverage's findings or a quarantine's verdict) and read back by a release make
+    the release that builds them in place; a trial without a record, or whose record was
+    built from other files, is a curation error."""
+    ds, cands = release
+    one = _build(release, tmp_path / "one", monkeypatch, forked=False)
+    # what the partition knows of each trial: its own verdict and findings
+    early = [
+        replace(c, verdict="quarantined", finding_checks=("HACK_SUSPECTED",))
+        for c in cands.values()
+    ]
+    entries = rowbuild.write_trial_rows(
+        early, lambda job: tmp_path / "rows" / job.replace("/", "_")
+    )
+    assert [e["rollout"] for e in entries] == [c.rollout for c in early]
+    stored = rowbuild.StoredRows({(e["job"], e["rollout"]): e for e in entries})
+    again = build_bundle(
+        ds, cands, tmp_path / "two", BundleOptions(test_fraction=0), outcomes=stored
+    )
+    assert files_of(again.path) == files_of(one.path)
+    assert again.digest == one.digest
+
+    keys = sorted(cands)
+    gone, stale = keys[0], keys[1]
+    kept = {(e["job"], e["rollout"]): e for e in entries if (e["job"], e["rollout"]) != gone}
+    kept[stale] = {**kept[stale], "rollout_id": "sha256:other"}
+    partial = build_bundle(
+        ds,
+        cands,
+        tmp_path / "three",
+        BundleOptions(test_fraction=0),
+        outcomes=rowbuild.StoredRows(kept),
+    )
+    why = {(e.job, e.rollout): (e.reason, e.detail) for e in partial.excluded}
+    assert why[gone] == why[stale] == (CURATION_ERROR, rowbuild.NOT_BUILT)
+
+
+def test_a_rows_file_is_written_whole_and_old_ones_are_pruned(release: Any, tmp_path: Path) -> None:
+    _, cands = release
+    base = tmp_path / "rows" / "job"
+    written = []
+    for _ in range(3):
+        entries = rowbuild.write_trial_rows(list(cands.values()), lambda job: base)
+        [name] = {e["rows_file"] for e in entries}
+        assert Path(name).is_file() and Path(name).name.startswith("job.")
+        written.append(name)
+    left = sorted(str(p) for p in base.parent.iterdir())
+    # the newest ones, and nothing half-written beside them
+    assert left == sorted(written[-rowbuild.KEEP_ROWS_FILES :])
+
+
+def test_rows_files_on_an_object_store_read_back(release: Any) -> None:
+    """A warehouse on an fsspec filesystem holds the rows files too (``memory://`` here)."""
+    from upath import UPath
+
+    _, cands = release
+    entries = rowbuild.write_trial_rows(list(cands.values()), lambda job: UPath("memory://wh/job"))
+    assert all(e["rows_file"].startswith("memory://") for e in entries)
+    stored = rowbuild.StoredRows({(e["job"], e["rollout"]): e for e in entries})
+    for cand in cands.values():
+        got, want = stored.outcome(cand), rowbuild.build_one(cand, True, None)
+        if isinstance(want, str):
+            assert got == want
+        else:
+            assert not isinstance(got, str) and got.row == want.row and got.steps == want.steps

@@ -138,13 +138,19 @@ def _good_runs() -> list[dict]:
         _run(
             "ingest_job",
             ["a", "b"],
-            {"ingest_trials": {"worker": "bf-w1@h", "pid": 101}},
+            {
+                "ingest_trials": {"worker": "bf-w1@h", "pid": 101},
+                "trial_rows": {"worker": "bf-w1@h", "pid": 101},
+            },
             "bf-w1-only",
         ),
         _run(
             "ingest_job",
             ["c", "d"],
-            {"ingest_trials": {"worker": "bf-w2@h", "pid": 102}},
+            {
+                "ingest_trials": {"worker": "bf-w2@h", "pid": 102},
+                "trial_rows": {"worker": "bf-w2@h", "pid": 102},
+            },
             "bf-w2-only",
         ),
         _run(
@@ -181,6 +187,10 @@ def test_check_on_workers_flags_what_did_not_run_on_a_worker() -> None:
     runs[1] = _run("ingest_job", ["c", "c"], runs[1]["steps"], "bf-w2-only")
     runs.append(_run("ingest_job", ["d", "d"], runs[1]["steps"], "bf-w2-only"))
     assert any("not one run per range" in p for p in problems(runs))
+
+    runs = _good_runs()  # both ranges' rows built on one worker
+    runs[1]["steps"]["trial_rows"] = {"worker": "bf-w1@h", "pid": 101}
+    assert "ingest step trial_rows ran on ['bf-w1'] only" in problems(runs)
 
     runs = _good_runs()
     runs[2]["status"] = "FAILURE"
@@ -256,6 +266,15 @@ def test_split_on_two_celery_workers_publishes_the_same_bytes(
     assert len(ingest) == 2 and all(r["steps"] for r in ingest)
     steps = {s for r in split.runs for s in r["steps"]}
     assert "ingest_trials" in steps and "published_dataset" in steps
+    # the per-trial work (the review, the rows) ran on both workers; the release step only
+    # assembles the rows the partitions built
+    for step in scaleout.PER_TRIAL_STEPS:
+        on = {
+            split.runs[i]["steps"][step]["worker"].split("@")[0]
+            for i in range(len(split.runs))
+            if step in split.runs[i]["steps"]
+        }
+        assert on == {"bf-w1", "bf-w2"}, (step, on)
 
     cmp = scaleout.compare_trees(Path(one.out), Path(split.out))
     assert cmp.same, (cmp.differ, cmp.only_a, cmp.only_b)

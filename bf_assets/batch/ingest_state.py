@@ -1,9 +1,10 @@
 """What the last ``bf-assets release`` ingested, so the next one reads again only what changed.
 
 A release ingests its run roots job partition by job partition into the warehouse's tables
-(``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit``, ``trial_audits``).  A
-scheduled release over a growing corpus finds most job directories as they were last time:
-reading and reviewing them again gives the same tables.  :class:`IngestState` remembers, per
+(``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit``, ``trial_audits``,
+``trial_rows``).  A scheduled release over a growing corpus finds most job directories as
+they were last time: reading and reviewing them again gives the same tables.
+:class:`IngestState` remembers, per
 job partition, what its tables were made from and what the tables themselves were when they
 were written, in ``.ingest-state.json`` beside them; a partition is left as it is only when
 both still hold:
@@ -43,7 +44,14 @@ from bf_assets.ingest.treeprint import in_context
 
 STATE_FILE = ".ingest-state.json"
 FORMAT = 1
-INGEST_TABLES = ("raw_trials", "validated_trials", "findings", "skill_audit", "trial_audits")
+INGEST_TABLES = (
+    "raw_trials",
+    "validated_trials",
+    "findings",
+    "skill_audit",
+    "trial_audits",
+    "trial_rows",
+)
 MAX_STATE_BYTES = 256 * 1024 * 1024  # a larger file is not read (nothing is reused)
 FINGERPRINT_CHUNK = 256  # trials per task of the fingerprint pool
 PARALLEL_MIN = 512  # fewer trials are fingerprinted in this process

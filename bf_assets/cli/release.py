@@ -4,11 +4,12 @@ Uses the project-local instance (``.dagster_home`` under the repo, SQLite, telem
 unless ``DAGSTER_HOME`` is set.  A thin driver over Dagster's public execution API: it checks
 the targets and the folders it writes, takes the locks, finds the job directories, plans which
 of them need reading, registers one partition per job directory and runs the jobs a schedule
-or the UI runs, in this process (``execute_in_process``): ``ingest_job`` once per block of
-consecutive partitions (normally a single run; the Parquet IO manager still writes one file
-per partition), then ``release_job`` on the same instance: the dataset review
-(``coverage``, ``sandbox_parity``, ``review_report``: the export decision and the report) →
-``curated_rollouts`` → the blocking publish checks → ``published_dataset`` (local folder,
+or the UI runs, in this process (``execute_in_process``): ``ingest_job`` (the review and the
+export rows of each job, ``trial_rows``) once per block of consecutive partitions (normally a
+single run; the Parquet IO manager still writes one file per partition), then
+``release_job`` on the same instance: the dataset review (``coverage``, ``sandbox_parity``,
+``review_report``: the export decision and the report) → ``curated_rollouts`` (the exported
+trials' rows, assembled) → the blocking publish checks → ``published_dataset`` (local folder,
 and the Hub when ``--hub-repo`` is given).  The outcome is read from the runs' results.  The
 review report ships inside the release (``<out>/report/``); a blocked release leaves it in
 the staged bundle.

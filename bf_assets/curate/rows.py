@@ -320,6 +320,17 @@ def reviewed_bytes(cand: Candidate, rel: str, sha256: str | None) -> None:
         raise CurationError(f"{rel} changed since the trial was reviewed")
 
 
+def review_fields(cand: Candidate) -> dict[str, Any]:
+    """The row's fields the dataset review has the last word on (the effective verdict, the
+    findings with coverage's): a row built before that review is assembled takes them from
+    the review's candidate."""
+    return {
+        "review_verdict": cand.verdict,
+        "n_findings": len(cand.finding_checks),
+        "finding_checks": sorted({str(c) for c in cand.finding_checks if c}),
+    }
+
+
 def _candidate(review: TrialReview | Candidate) -> Candidate:
     return review if isinstance(review, Candidate) else Candidate.from_review(review)
 
@@ -410,7 +421,7 @@ def build_row(
         is_truncated = bool(last.get("is_truncated")) if last else False
     ident = body["ident"]
     slot = ident["slot"]
-    findings = sorted({str(c) for c in cand.finding_checks if c})
+    decided = review_fields(cand)
     reward = _num(top.get("reward"))
     if reward is None:
         reward = _num(top.get("score"))
@@ -462,10 +473,10 @@ def build_row(
         "trajectory": (b"[" + b",".join(chunks) + b"]").decode(),
         "n_steps": len(chunks),
         "n_tool_calls": n_calls,
-        "review_verdict": cand.verdict,
+        "review_verdict": decided["review_verdict"],
         "attribution": cand.attribution,
-        "n_findings": len(cand.finding_checks),
-        "finding_checks": findings,
+        "n_findings": decided["n_findings"],
+        "finding_checks": decided["finding_checks"],
         "results_sha256": read.stats.sha256,
         "llm_trajectory_sha256": cand.file_sha(LLM_FILE),
         "acp_trajectory_sha256": cand.file_sha(ACP_FILE),

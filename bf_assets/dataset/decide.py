@@ -140,6 +140,22 @@ def _reason(
     return EXPORTED, f"fills slot {filled[key].label()}"
 
 
+def could_export(r: TrialReview) -> bool:
+    """Whether some dataset review could export the trial: what :func:`_reason` asks of the
+    trial alone (a model trial, healthy, training-ready, not rejected: a quarantine can be
+    released, a rejection cannot).  Coverage, the plan, supersession and the quarantine
+    registry decide among these; the partitions build rows for exactly these trials."""
+    return (
+        not is_oracle(r)
+        and not is_noop(r)
+        and r.verdict in (Verdict.PUBLISHABLE, Verdict.QUARANTINED)
+        and all(f.severity != Severity.BLOCKER for f in r.findings)
+        and r.healthy
+        and r.outcome in HEALTHY_OUTCOMES
+        and r.training_ready
+    )
+
+
 class ExportDecision:
     """Every trial's decision, in the order of the reviews."""
 

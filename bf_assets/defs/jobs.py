@@ -7,9 +7,10 @@ import dagster as dg
 ingest_job = dg.define_asset_job(
     "ingest_job",
     selection=dg.AssetSelection.assets(
-        "raw_trials", "validated_trials", "findings", "skill_audit", "trial_audits"
+        "raw_trials", "validated_trials", "findings", "skill_audit", "trial_audits", "trial_rows"
     ),
-    description="Read, review and tabulate the trials of job directories: one partition, or "
+    description="Read, review and tabulate the trials of job directories and build the rows "
+    "of the trials they could export: one partition, or "
     "a range of them in one run (a single-run backfill, bf-assets release).",
 )
 

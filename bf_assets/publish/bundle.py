@@ -2,9 +2,11 @@
 folder.
 
 ``build_bundle`` takes the dataset review (which decided what is exported) and a candidate
-for each exported trial; it selects nothing.  It builds every row (streamed, in
-``rollout_id`` order), writes the Parquet shards of each config; a trial whose row cannot be
-built, or whose artifacts duplicate another exported trial's, goes back into the decision
+for each exported trial; it selects nothing.  It takes every row (built now, or built
+already where its job partition was ingested; streamed, in ``rollout_id`` order), sets the
+fields the dataset review decides (``review_verdict``, ``n_findings``, ``finding_checks``)
+and writes the Parquet shards of each config; a trial whose row cannot be built, or whose
+artifacts duplicate another exported trial's, goes back into the decision
 (``DatasetReview.with_curation``), and the card, the review report (``report/``),
 ``meta/excluded.jsonl`` (every excluded trial with its reason, written a line at a time) and
 ``meta/manifest.json`` are rendered from that final decision, so all of them name the same
@@ -47,7 +49,7 @@ import orjson
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.curate.candidate import Candidate
 from bf_assets.curate.clean import CleanStats
-from bf_assets.curate.rows import prime_sft_row, task_row, trl_sft_rows
+from bf_assets.curate.rows import prime_sft_row, review_fields, task_row, trl_sft_rows
 from bf_assets.curate.schema import CONFIGS
 from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
 from bf_assets.dataset.common import TrialKey, trial_key
@@ -65,7 +67,7 @@ from bf_assets.publish.manifest import (
     release_digest,
     source_record,
 )
-from bf_assets.publish.rowbuild import built_rows
+from bf_assets.publish.rowbuild import RowSource, default_rows
 from bf_assets.publish.shards import (
     MAX_SHARD_BYTES,
     ROW_GROUP_ROWS,
@@ -170,6 +172,7 @@ def _write_rows(
     opts: BundleOptions,
     stats: CleanStats,
     splits: SplitPlan,
+    outcomes: RowSource,
 ) -> tuple[
     dict[str, dict[str, list[ShardFile]]],
     list[dict[str, Any]],
@@ -196,7 +199,7 @@ def _write_rows(
     tasks: dict[str, tuple[str, dict[str, Any]]] = {}  # task id -> (split, tasks row)
     times: list[Any] = []
     ordered = sorted(selected, key=lambda c: (c.rollout_id, c.job, c.rollout))
-    for cand, built in built_rows(ordered, steps="trl_sft" in configs):
+    for cand, built in outcomes(ordered, "trl_sft" in configs):
         rid = cand.rollout_id
         if rid in seen:
             first = seen[rid]
@@ -206,6 +209,7 @@ def _write_rows(
             failed[cand.key] = (CURATION_ERROR, built)
             continue
         row, steps = built.row, built.steps
+        row.update(review_fields(cand))  # the dataset review's word, whenever the row was built
         stats.add(built.stats)
         seen[rid] = cand
         split = splits.split_of(cand.slot[0])
@@ -246,9 +250,12 @@ def build_bundle(
     *,
     report: ReportContext | None = None,
     not_ingested: Sequence[str] = (),
+    outcomes: RowSource = default_rows,
 ) -> Bundle:
     """Curate the trials ``dataset`` exports (``candidates[key]`` for each) into a
-    content-addressed release folder under ``staging_root``."""
+    content-addressed release folder under ``staging_root``; ``outcomes`` gives each one's
+    row (built now, or read back from where its partition built it:
+    :class:`~bf_assets.publish.rowbuild.StoredRows`)."""
     opts = options or BundleOptions()
     root = Path(staging_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -272,7 +279,9 @@ def build_bundle(
             test=opts.test_split,
         )
         splits = assign_splits((str(c.slot[0]) for c in selected), spec)
-        shards, sources, card_rows, failed, times = _write_rows(tmp, selected, opts, stats, splits)
+        shards, sources, card_rows, failed, times = _write_rows(
+            tmp, selected, opts, stats, splits, outcomes
+        )
         final = dataset.with_curation({**missing, **failed})
         excluded = final.decision.excluded
         split_rows = {
