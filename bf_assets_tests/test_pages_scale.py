@@ -1,5 +1,5 @@
 """Trial pages for many trials: the same bytes however they are made (lines served from
-memory or streamed, pages rendered on one core or forked workers that remember cleaned text),
+memory or streamed, pages rendered on one core or in workers that remember cleaned text),
 every page still cleaned, and one bad trial never failing the batch."""
 
 from __future__ import annotations
@@ -94,10 +94,12 @@ def test_one_trial_that_fails_to_render_gets_an_error_page_and_the_batch_goes_on
     bad = trial_key(ds.trials[2])
     real = site.render_trial
 
-    def render(inp: site.PageInput, *, clean: bool = True) -> object:
+    def render(
+        inp: site.PageInput, *, clean: bool = True, scrub: site.Scrub | None = None
+    ) -> object:
         if trial_key(inp.review) == bad:
             raise OSError("the disk went away")
-        return real(inp, clean=clean)
+        return real(inp, clean=clean, scrub=scrub)
 
     monkeypatch.setattr(site, "render_trial", render)  # the forked workers inherit it
     res = site.write_pages(ds, tmp_path / "pages")

@@ -23,7 +23,6 @@ from bf_assets.batch.places import pages_url
 from bf_assets.contract import Verdict
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.coverage_svg import coverage_svg, svg_data_uri
-from bf_assets.dataset.memory import trim
 from bf_assets.dataset.reportfiles import report_files
 from bf_assets.dataset.store import StoreWriter
 from bf_assets.defs.conventions import (
@@ -98,10 +97,8 @@ def flat_frame(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> pd.
 
 def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) -> DatasetReview:
     writer = StoreWriter(local_warehouse(run_roots.roots) / STORE_DIR)
-    trim()  # what the steps before left free (a one-process release: ingest's blocks)
     try:
         reviews = _reviews(validated_trials, run_roots.roots, writer)
-        trim()  # the partitions' tables and whole reviews
         ds = assemble(
             reviews,
             plan_path=run_roots.plan_path,
@@ -109,7 +106,6 @@ def _dataset(validated_trials: Mapping[str, pd.DataFrame], run_roots: RunRoots) 
             store=writer.store,
         )
         del reviews
-        trim()  # the trials the dataset review restated
     except BaseException:
         writer.store.discard()
         raise

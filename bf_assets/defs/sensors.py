@@ -15,7 +15,6 @@ its walk, else by the ingest step before its read), so a file that lands while t
 read makes the job a change here, never tables left behind their files.
 """
 
-import threading
 from collections.abc import Mapping
 
 import dagster as dg
@@ -25,8 +24,7 @@ from bf_assets.defs.ingest import JOB_FINGERPRINT
 from bf_assets.defs.jobs import ingest_job
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.resources import RunRoots
-from bf_assets.ingest.discovery import JobDir
-from bf_assets.ingest.jobmemo import JobMemo, discover_jobs_since
+from bf_assets.ingest.discovery import JobDir, discover_jobs
 
 
 def load_cursor(cursor: str | None) -> dict[str, str]:
@@ -63,14 +61,6 @@ def ingested_fingerprints(instance: dg.DagsterInstance, keys: list[str]) -> dict
     return out
 
 
-# The code server evaluates the sensor tick after tick: what the last tick's walk found, per
-# job directory, is kept here, and a job directory whose whole tree is unchanged is not
-# classified and fingerprinted again (bf_assets.ingest.jobmemo; the same answer as the whole
-# walk).  A new process starts with the whole walk.
-_WALKS = JobMemo()
-_WALK_LOCK = threading.Lock()
-
-
 def run_key(job: JobDir) -> str:
     return f"{job.key}:{job.fingerprint[:16]}"
 
@@ -94,8 +84,7 @@ def new_job_dirs(
     if not roots:
         return dg.SkipReason(f"no run root exists: {', '.join(run_roots.roots) or '(none)'}")
 
-    with _WALK_LOCK:
-        jobs = discover_jobs_since(roots, _WALKS)
+    jobs = discover_jobs(roots)
     seen = load_cursor(context.cursor)
     partitions = set(context.instance.get_dynamic_partitions(job_partitions.name))
 

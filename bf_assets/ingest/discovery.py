@@ -35,7 +35,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,13 +329,10 @@ def _walk_root(
     skipped: list[tuple[str, str]],
     seen_real: set[str],
     prune: _JobPaths | None = None,
-    reuse: Callable[[str], bool] | None = None,
 ) -> Iterator[TrialRef]:
     """The trials under one root, in walk order; with ``prune``, only the directories that
-    may hold a trial of its job partitions are entered (:func:`trials_in_jobs`); a directory
-    for which ``reuse(path)`` is true is not entered (its caller knows what it holds:
-    :mod:`bf_assets.ingest.jobmemo`).  Both raise ``WholeWalkNeeded`` at a directory link
-    inside the root."""
+    may hold a trial of its job partitions are entered (:func:`trials_in_jobs`), and a
+    directory link inside the root raises ``WholeWalkNeeded``."""
     real_root = os.path.realpath(root_s)
     # (directory, its real path, whether it is inside a trial)
     stack: list[tuple[str, str, bool]] = [(root_s, real_root, False)]
@@ -347,8 +344,6 @@ def _walk_root(
         if real in seen_real:
             continue
         seen_real.add(real)
-        if reuse is not None and reuse(d):
-            continue
         try:
             entries = list(os.scandir(d))
         except OSError as exc:
@@ -395,7 +390,7 @@ def _walk_root(
                     if escaped is not None:
                         yield escaped
                     continue
-                if prune is not None or reuse is not None:
+                if prune is not None:
                     # whether the whole walk reaches the target by a real path first
                     # (then the link adds nothing) only the whole walk can tell
                     raise WholeWalkNeeded(child)

@@ -114,24 +114,3 @@ def within(root: str) -> Callable[[str], bool]:
 def in_context(context: str, tree: str) -> str:
     """A tree digest under a context (what else the result depends on)."""
     return hashlib.sha256(enc(f"{context}\0{tree}")).hexdigest()
-
-
-class _HasLink(Exception):
-    pass
-
-
-def _has_link(_rel: str) -> None:
-    raise _HasLink
-
-
-def linkless_tree(path: str) -> str | None:
-    """Stat digest of every entry under ``path`` (the tree's own content, whatever it holds);
-    None when the tree holds a link (what is behind a directory link is not in the digest),
-    cannot be listed, or is too big."""
-    h = hashlib.sha256()
-    try:
-        os.scandir(path).close()
-        digest_tree(h, path, descend=lambda e, rel: True, follow=lambda p: False, on_link=_has_link)
-    except (OSError, TreeTooBig, _HasLink):
-        return None
-    return h.hexdigest()

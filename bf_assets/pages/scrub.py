@@ -26,7 +26,6 @@ from bf_assets.curate.clean import (
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
     REASONING_PART_TYPES,
-    CleanStats,
 )
 from bf_assets.pages.cleaner import PageCleaner
 from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
@@ -217,31 +216,19 @@ def bracket_depth(text: str) -> int:
     return sum(1 if text[i] in "{[" else -1 for i in _Brackets().positions(text, 0, len(text)))
 
 
-# One cleaner per process for every page (:class:`bf_assets.pages.cleaner.PageCleaner`):
-# the text pages repeat (system prompts, tool definitions, the history every step's request
-# carries, task and model names, labels) is cleaned once.  The cleaner's result for a string
-# depends on the string alone, so a remembered result is exactly what cleaning it again would
-# give; the memo is bounded by bytes.
-_SHARED: list[PageCleaner] = []
-
-
-def _cleaner() -> PageCleaner:
-    rules = default_rules()  # the rule set in force (a new one when the custom rules change)
-    if not _SHARED or _SHARED[0].rules is not rules:
-        _SHARED[:] = [PageCleaner(rules)]
-    cleaner = _SHARED[0]
-    cleaner.stats = CleanStats()  # pages show no counts: do not let them grow
-    return cleaner
-
-
 class Scrub:
-    """The cleaning of one page (``clean=False``: the raw values, for local use only)."""
+    """The cleaning of one page or of several (``clean=False``: the raw values, for local use
+    only).  Its cleaner (:class:`bf_assets.pages.cleaner.PageCleaner`) remembers the text it
+    cleaned: give the pages of a batch one ``Scrub`` and the text they repeat (system
+    prompts, tool definitions, the history every step's request carries, task and model
+    names, labels) is cleaned once.  A remembered result is exactly what cleaning the string
+    again would give, and the memo is bounded by bytes."""
 
     __slots__ = ("clean", "_cleaner")
 
     def __init__(self, clean: bool = True) -> None:
         self.clean = clean
-        self._cleaner = _cleaner() if clean else None
+        self._cleaner = PageCleaner(default_rules()) if clean else None
 
     def value(self, value: Any) -> Any:
         if self._cleaner is None:
@@ -251,8 +238,8 @@ class Scrub:
         return self._cleaner.value(value)
 
     def remember(self, key: Hashable, make: Callable[[], str]) -> str:
-        """``make()``, remembered under ``key`` for every page this process cleans with the
-        same rules: ``make`` must depend on ``key`` alone (and on the rules)."""
+        """``make()``, remembered under ``key`` for every page cleaned with this ``Scrub``:
+        ``make`` must depend on ``key`` alone (and on the rules)."""
         if self._cleaner is None:
             return make()
         memo = self._cleaner.derived

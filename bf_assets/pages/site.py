@@ -10,17 +10,16 @@ the index links every trial's page.
 Incremental: ``<out>/.pages-state.json`` keeps, per page, a digest of everything the page is
 made of (the review and its export decision, the quarantine entries, every file of the trial
 by stat, the options and the package's code); a page whose digest is unchanged is not
-rendered again.  Many pages are made on every core (``batch.run.pooled_in_order``): forked
-workers are sent small batches of page inputs, a bounded number at a time; each names,
-digests and (when changed) renders and writes its pages and sends back only ``(name,
-digest, bytes, reused)``, so the step keeps a few hundred bytes per trial beside the review
-it was given.  Each process cleans with one cleaner that remembers the
-strings it cleaned (:class:`bf_assets.pages.scrub.PageCleaner`).
+rendered again.  Many pages are made on every core (``batch.run.pooled_in_order``): workers
+are sent small batches of page inputs, each with the page's digest from the last render, a
+bounded number at a time; each names, digests and (when changed) renders and writes its
+pages and sends back only ``(name, digest, bytes, reused)``, so the step keeps a few hundred
+bytes per trial beside the review it was given.  A batch is cleaned with one cleaner that
+remembers the strings it cleaned (:class:`bf_assets.pages.cleaner.PageCleaner`).
 """
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import os
 import re
@@ -48,7 +47,7 @@ from bf_assets.pages.on_demand import (
 )
 from bf_assets.pages.scrub import Scrub
 from bf_assets.pages.trial import PageInput, error_page, render_trial
-from bf_assets.redact import RULES_ENV, default_rules
+from bf_assets.redact import RULES_ENV
 from bf_assets.redact.gitleaks import RULES_DIR
 from bf_assets.review.record import TRIAL_ERRORS, TrialReview
 
@@ -58,13 +57,14 @@ TRIALS_DIR = "trials"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def page_name(key: TrialKey, *, clean: bool = True) -> str:
+def page_name(key: TrialKey, *, clean: bool = True, scrub: Scrub | None = None) -> str:
     """``trials/<readable>-<hash>.html``: the readable part from the (cleaned) job and
-    rollout, the hash of the key keeps two trials apart."""
+    rollout, the hash of the key keeps two trials apart.  ``scrub``: the cleaning to use
+    (a cleaning of its own when ``clean`` and none is given)."""
     job, rollout = key
     readable = f"{job}__{rollout}"
     if clean:
-        readable = Scrub(True).text(readable)
+        readable = (scrub if scrub is not None and scrub.clean else Scrub(True)).text(readable)
     slug = _UNSAFE.sub("_", readable).strip("._")[-100:] or "trial"
     digest = hashlib.sha256(f"{job}\x00{rollout}".encode()).hexdigest()[:10]
     return f"{TRIALS_DIR}/{slug}-{digest}.html"
@@ -154,9 +154,12 @@ def write_pages(
     state_path = out / STATE_FILE
     old_state = _load_state(state_path)
     state: dict[str, str] = dict(old_state) if wanted is not None else {}
-    hrefs = {trial_key(t): page_name(trial_key(t), clean=clean) for t in ds.trials}
-    code = code_digest() + rules_digest()
-    job = _Job(ds, out, clean, report_rel, old_state, code)
+    naming = Scrub(clean)
+    hrefs = {trial_key(t): page_name(trial_key(t), clean=clean, scrub=naming) for t in ds.trials}
+    del naming
+    job = _Job(
+        ds, hrefs, old_state, _Render(out, clean, report_rel, code_digest() + rules_digest())
+    )
     if wanted is not None:
         picked: Sequence[int] = [i for i, t in enumerate(ds.trials) if trial_key(t) in wanted]
     elif on_demand is not None:
@@ -197,7 +200,7 @@ def _needed(job: _Job, sources: Path, hrefs: Mapping[TrialKey, str]) -> list[int
     written to ``sources``."""
     ds = job.ds
     picked: list[int] = []
-    with writing_sources(sources, clean=job.clean) as kept:
+    with writing_sources(sources, clean=job.render.clean) as kept:
         for i, t in enumerate(ds.trials):
             key = trial_key(t)
             if needs_page(t, ds.decision.get(key), ds.quarantine.get(key)):
@@ -221,7 +224,7 @@ def render_on_demand(out_dir: str | os.PathLike[str], name: str, sources: Path) 
         if found is None or not found[1]:
             return None
         inp, clean, sig = found
-        _render_one(inp, path, clean)
+        _render_one(inp, path, Scrub(clean))
         if sources_signature(sources) == sig:
             return path
         path.unlink(missing_ok=True)
@@ -230,29 +233,39 @@ def render_on_demand(out_dir: str | os.PathLike[str], name: str, sources: Path) 
 
 STATE_FILE = ".pages-state.json"
 PARALLEL_MIN_PAGES = 32
-BATCH = 16  # pages a worker is given at a time
-QUEUED = 4  # batches waiting per worker
+BATCH = 32  # pages a worker is given at a time (cleaned with one cleaner)
+QUEUED = 2  # batches waiting per worker
+
+
+@dataclass(frozen=True, slots=True)
+class _Render:
+    """What every page of one ``write_pages`` is rendered with (sent with each batch)."""
+
+    out: Path
+    clean: bool
+    report_rel: str | None
+    code: str
 
 
 @dataclass(slots=True)
 class _Job:
-    """What every page of one ``write_pages`` needs; forked workers inherit it."""
+    """One ``write_pages``: the review, each trial's page name, each page's digest from the
+    last render, and what the pages are rendered with."""
 
     ds: DatasetReview
-    out: Path
-    clean: bool
-    report_rel: str | None
+    hrefs: Mapping[TrialKey, str]
     old_state: dict[str, str]
-    code: str
+    render: _Render
 
 
-# The job of the pool being forked (the workers inherit it: the old state is not sent).
-_JOB: list[_Job] = []
 Made = tuple[str, str | None, int, bool]  # (page name, digest, bytes, reused)
+# a page to make: its input, its name and its digest from the last render (None: none)
+Todo = tuple[PageInput, str, str | None]
 
 
 def _page_input(job: _Job, t: TrialReview) -> PageInput:
     key = trial_key(t)
+    report_rel = job.render.report_rel
     return PageInput(
         review=t,
         decision=job.ds.decision.get(key),
@@ -260,53 +273,52 @@ def _page_input(job: _Job, t: TrialReview) -> PageInput:
         entries=[e for e in job.ds.entries if entry_matches(e, t)],
         trial_path=trial_path(t),
         index_href="../" + INDEX,
-        report_href="../" + job.report_rel if job.report_rel else None,
+        report_href="../" + report_rel if report_rel else None,
     )
 
 
-def _one_page(job: _Job, inp: PageInput) -> Made:
+def _todo(job: _Job, i: int) -> Todo:
+    inp = _page_input(job, job.ds.full_trial(i))
+    href = job.hrefs[trial_key(inp.review)]
+    return inp, href, job.old_state.get(href)
+
+
+def _one_page(render: _Render, todo: Todo, scrub: Scrub) -> Made:
     """One trial's page, rendered and written unless its digest says it is unchanged."""
-    href = page_name(trial_key(inp.review), clean=job.clean)
-    digest = _page_digest(inp, clean=job.clean, code=job.code)
-    path = job.out / href
-    if digest is not None and job.old_state.get(href) == digest:
+    inp, href, old = todo
+    digest = _page_digest(inp, clean=render.clean, code=render.code)
+    path = render.out / href
+    if digest is not None and old == digest:
         try:
             st = os.stat(path)
         except OSError:
             st = None
         if st is not None and stat.S_ISREG(st.st_mode):
             return href, digest, st.st_size, True  # unchanged: not rendered again
-    return href, digest, _render_one(inp, path, job.clean), False
+    return href, digest, _render_one(inp, path, scrub), False
 
 
-def _batch(inputs: list[PageInput]) -> list[Made]:
-    job = _JOB[0]
-    return [_one_page(job, inp) for inp in inputs]
+def _batch(render: _Render, todos: list[Todo]) -> list[Made]:
+    """A batch of pages, cleaned with one cleaner (text repeated from page to page is
+    cleaned once)."""
+    scrub = Scrub(render.clean)
+    return [_one_page(render, todo, scrub) for todo in todos]
 
 
 def _pages(job: _Job, picked: Sequence[int]) -> Iterator[Made]:
-    """Every picked trial's page, in order.  Many pages on every core: forked workers are
-    sent batches of ``BATCH`` page inputs, at most ``QUEUED`` per worker waiting, so a worker
-    holds a few reviews at a time (it never touches, and so never copies, the parent's)."""
+    """Every picked trial's page, in order.  Many pages on every core: workers are sent
+    batches of ``BATCH`` pages to make, at most ``QUEUED`` per worker waiting, so a worker
+    holds a few reviews at a time."""
     workers = min(os.cpu_count() or 1, max(1, len(picked) // PARALLEL_MIN_PAGES))
     if workers <= 1:
+        scrub = Scrub(job.render.clean)
         for i in picked:
-            yield _one_page(job, _page_input(job, job.ds.full_trial(i)))
+            yield _one_page(job.render, _todo(job, i), scrub)
         return
-    batches = (
-        [_page_input(job, job.ds.full_trial(i)) for i in picked[k : k + BATCH]]
-        for k in range(0, len(picked), BATCH)
-    )
-    if job.clean:
-        default_rules()  # compiled once, before the fork, for every worker
-    _JOB[:] = [job]
-    gc.freeze()  # the workers' collector leaves the inherited objects (and their pages) alone
-    try:
-        for made in pooled_in_order(workers, _batch, ((b,) for b in batches), ahead=QUEUED):
-            yield from made
-    finally:
-        _JOB.clear()
-        gc.unfreeze()
+    batches = ([_todo(job, i) for i in picked[k : k + BATCH]] for k in range(0, len(picked), BATCH))
+    calls = ((job.render, todos) for todos in batches)
+    for made in pooled_in_order(workers, _batch, calls, ahead=QUEUED):
+        yield from made
 
 
 def rules_digest() -> str:
@@ -354,9 +366,9 @@ def _save_state(path: Path, state: dict[str, str]) -> None:
     _write(path, orjson.dumps(state, option=orjson.OPT_SORT_KEYS).decode())
 
 
-def _render_one(inp: PageInput, path: Path, clean: bool) -> int:
+def _render_one(inp: PageInput, path: Path, scrub: Scrub) -> int:
     try:
-        html, _ = render_trial(inp, clean=clean)
+        html, _ = render_trial(inp, clean=scrub.clean, scrub=scrub)
     except TRIAL_ERRORS as exc:  # one unreadable trial never stops the others
-        html = error_page(inp, exc, clean=clean)
+        html = error_page(inp, exc, clean=scrub.clean, scrub=scrub)
     return _write(path, html)

@@ -397,10 +397,13 @@ def _files_html(r: TrialReview, scrub: Scrub) -> str:
     )
 
 
-def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]:
-    """The page of one trial and what it holds."""
+def render_trial(
+    inp: PageInput, *, clean: bool = True, scrub: Scrub | None = None
+) -> tuple[str, PageFacts]:
+    """The page of one trial and what it holds; ``scrub``: the cleaning to render with (one
+    of its own when not given), matching ``clean``."""
     r = inp.review
-    scrub = Scrub(clean)
+    scrub = _scrub(clean, scrub)
     facts = PageFacts()
     findings = sort_findings(r.findings)
     facts.findings = len(findings)
@@ -450,10 +453,12 @@ def render_trial(inp: PageInput, *, clean: bool = True) -> tuple[str, PageFacts]
     return page(title, "\n".join(body)), facts
 
 
-def error_page(inp: PageInput, exc: BaseException, *, clean: bool = True) -> str:
+def error_page(
+    inp: PageInput, exc: BaseException, *, clean: bool = True, scrub: Scrub | None = None
+) -> str:
     """The page of a trial whose files could not be read for it: the verdict and findings
     are still shown, without evidence."""
-    scrub = Scrub(clean)
+    scrub = _scrub(clean, scrub)
     r = inp.review
     findings = [(f, None) for f in sort_findings(r.findings)]
     body = [
@@ -468,3 +473,8 @@ def error_page(inp: PageInput, exc: BaseException, *, clean: bool = True) -> str
         "</main>",
     ]
     return page(scrub.text(f"{r.ref.rollout} · {r.verdict}"), "\n".join(body))
+
+
+def _scrub(clean: bool, given: Scrub | None) -> Scrub:
+    """``given`` when it cleans as ``clean`` says, else a cleaning of its own."""
+    return given if given is not None and given.clean == clean else Scrub(clean)

@@ -4,9 +4,8 @@
 shards of a bundle: each shard is opened and its schema checked here, then its row groups are
 split into pieces of about :data:`PIECE_ROWS` rows, and every row of every piece goes through
 :func:`bf_assets.curate.scan.scan_row` and the tool-call ``arguments`` scan.  A bundle of at
-least :data:`PARALLEL_MIN_ROWS` rows has its pieces scanned by forked workers (they inherit
-the caller's text cache and object memo, warm from the manifest and the report); a smaller
-one, here.  Either way the result is the same: each shard's findings come back in the order
+least :data:`PARALLEL_MIN_ROWS` rows has its pieces scanned by workers (each piece with a
+text cache and object memo of its own); a smaller one, here, with the caller's.  Either way the result is the same: each shard's findings come back in the order
 one process scanning row after row makes them (pieces are merged in order), so the
 :data:`~bf_assets.publish.verify.MAX_FINDINGS` kept per check are the same first ones, and
 the scan's caches only ever save work (a string's or object's findings depend on it alone).
@@ -71,9 +70,6 @@ class _Piece(NamedTuple):
     groups: tuple[tuple[int, int, int], ...]  # its row groups: (index, rows before, rows)
 
 
-# The text cache and object memo forked workers scan with (the caller's, set before the fork).
-_CACHES: list[tuple[TextCache, ScanMemo]] = []
-
 # a piece's findings, the (rollout_id, job, rollout, task_id) of each row read, and how many
 # were read
 Result = tuple[list[Finding], list[tuple[Any, Any, Any, Any]], int]
@@ -98,7 +94,7 @@ def scan_shards(
         total += rows
     most = os.cpu_count() or 1
     if min(most, len(pieces)) > 1 and total >= PARALLEL_MIN_ROWS:
-        results: Iterator[Result] = _in_workers(bundle, pieces, cache, memo, cap, most)
+        results: Iterator[Result] = _in_workers(bundle, pieces, cap, most)
     else:
         results = (_scan_piece(bundle, p, cache, memo, cap) for p in pieces)
     names: dict[Any, Any] = {}  # one string per trial, not one per row (and per worker)
@@ -257,27 +253,14 @@ def arguments_findings(
     return out
 
 
-def _in_workers(
-    bundle: Path,
-    pieces: Sequence[_Piece],
-    cache: TextCache,
-    memo: ScanMemo,
-    cap: int,
-    most: int,
-) -> Iterator[Result]:
-    """Each piece's result, in order, from forked workers."""
+def _in_workers(bundle: Path, pieces: Sequence[_Piece], cap: int, most: int) -> Iterator[Result]:
+    """Each piece's result, in order, from workers."""
     from bf_assets.batch.run import pooled_in_order
 
     workers = min(most, len(pieces))
-    _CACHES[:] = [(cache, memo)]
-    try:
-        yield from pooled_in_order(workers, _piece_in_worker, ((bundle, p, cap) for p in pieces))
-    finally:
-        _CACHES.clear()
+    yield from pooled_in_order(workers, _piece_in_worker, ((bundle, p, cap) for p in pieces))
 
 
 def _piece_in_worker(bundle: Path, p: _Piece, cap: int) -> Result:
-    if not _CACHES:  # a spawned worker (no fork on this system): caches of its own
-        _CACHES.append(({}, ScanMemo()))
-    cache, memo = _CACHES[0]
-    return _scan_piece(bundle, p, cache, memo, cap)
+    """A piece's result, scanned with a text cache and object memo of its own."""
+    return _scan_piece(bundle, p, {}, ScanMemo(), cap)
