@@ -14,6 +14,7 @@ end and the executor breaks the pool.  :meth:`WorkerPool.result` then raises
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -200,7 +201,8 @@ class WorkerPool(Executor):
         queue = getattr(self._pool, "_result_queue", None)
         writer = getattr(queue, "_writer", None)
         if writer is not None:
-            writer.close()
+            with contextlib.suppress(OSError):  # the executor may have closed it already
+                writer.close()
 
 
 def _worker_start(parent: int) -> None:
