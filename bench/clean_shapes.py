@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/clean_shapes.py [--before REV] ROOT...
 
-``--before`` (default ``main``) names the git revision whose ``bf_assets/curate/clean.py``
+``--before`` (default ``main``) names the git revision whose ``bf_assets/redact/clean.py``
 is the baseline (loaded from git next to this checkout's).  Every string of every JSON and
 JSONL file under the roots (keys included; a line that does not parse is a string) is
 cleaned by both: the script prints what each replaced (host paths per placeholder, inline
@@ -25,15 +25,15 @@ from typing import Any
 
 import orjson
 
-import bf_assets.curate.clean as after
-from bf_assets.curate.inline_reasoning import reasoning_spans
+import bf_assets.redact.clean as after
+from bf_assets.redact.inline_reasoning import reasoning_spans
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def baseline(rev: str) -> types.ModuleType:
     src = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{rev}:bf_assets/curate/clean.py"],
+        ["git", "-C", str(REPO), "show", f"{rev}:bf_assets/redact/clean.py"],
         capture_output=True,
         text=True,
         check=True,

@@ -13,9 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import bf_assets.curate.clean as clean
 import bf_assets.curate.scan as scan
-from bf_assets.batch.run import review_trial
+import bf_assets.redact.clean as clean
+from bf_assets.corpus.run import review_trial
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.publish.bundle import bundle_reviews
 from bf_assets.publish.verify import verify_reviews

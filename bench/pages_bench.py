@@ -66,7 +66,7 @@ class PssSampler(threading.Thread):
 
 
 def prepare(args: argparse.Namespace) -> None:
-    from bf_assets.batch.run import review_refs
+    from bf_assets.corpus.run import review_refs
     from bf_assets.dataset.assemble import assemble
     from bf_assets.ingest.discovery import discover
     from bf_assets.review.options import ReviewOptions

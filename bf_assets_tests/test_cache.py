@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from trialkit import Trial, healthy_spec
 
-from bf_assets.batch import cache as cache_mod
-from bf_assets.batch.run import review_trial
+from bf_assets.corpus import cache as cache_mod
+from bf_assets.corpus.run import review_trial
 from bf_assets.review.options import ReviewOptions
 
 ROWS = "results.jsonl"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from bf_assets.curate.clean import CleanStats
 from bf_assets.dataset.decide import Decision
 from bf_assets.publish.card import CARD_EXCLUDED_PER_REASON, CardFacts, render_card
+from bf_assets.redact.clean import CleanStats
 
 SLOT = ("task", "harness", "model", "with-skill", "docker")
 

@@ -13,7 +13,7 @@ import string
 
 import pytest
 
-from bf_assets.curate.clean import clean_value, json_text_spans
+from bf_assets.redact.clean import clean_value, json_text_spans
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -63,7 +63,7 @@ def test_spans_are_cut_to_string_literals_and_whole_escapes() -> None:
 def test_a_line_a_terminal_wrapped_is_read_whole() -> None:
     """An 80-column terminal cuts ``git clone https://user:pw@host`` between ``https`` and
     ``://``: neither line holds a URL, the two joined do."""
-    from bf_assets.curate.clean import clean_text
+    from bf_assets.redact.clean import clean_text
 
     password = _secret(3, 14)
     line = "$ " + "-" * 62 + " git clone https://deploy:" + password + "@git.example.net/r.git"

@@ -18,9 +18,9 @@ import orjson
 import pytest
 from trialkit import Trial, healthy_spec
 
-from bf_assets.curate import clean as C
-from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.curate.rows import build_row
+from bf_assets.redact import clean as C
+from bf_assets.redact.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 
 SLACK = "xoxb-" + "2048-4096-" + "q8Zr3LmN5tY7uW1v"  # a Slack bot token's shape
 STRIPE = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"

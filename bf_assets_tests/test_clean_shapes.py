@@ -13,8 +13,15 @@ import pytest
 from test_publish_bundle import cands, published_text
 from trialkit import healthy_spec
 
-from bf_assets.curate.clean import CleanStats, clean_document, clean_text, clean_value
-from bf_assets.curate.inline_reasoning import (
+from bf_assets.curate.scan import scan_value
+from bf_assets.findings import finding
+from bf_assets.pages.evidence import build_window
+from bf_assets.pages.lines import TrialFiles
+from bf_assets.pages.scrub import Scrub
+from bf_assets.publish.bundle import bundle_reviews
+from bf_assets.publish.verify import VERDICT_CHECK, verify_bundle, verify_reviews
+from bf_assets.redact.clean import CleanStats, clean_document, clean_text, clean_value
+from bf_assets.redact.inline_reasoning import (
     COHERE,
     HARMONY,
     KIMI,
@@ -28,13 +35,6 @@ from bf_assets.curate.inline_reasoning import (
     THOUGHT,
     strip_inline_reasoning,
 )
-from bf_assets.curate.scan import scan_value
-from bf_assets.findings import finding
-from bf_assets.pages.evidence import build_window
-from bf_assets.pages.lines import TrialFiles
-from bf_assets.pages.scrub import Scrub
-from bf_assets.publish.bundle import bundle_reviews
-from bf_assets.publish.verify import VERDICT_CHECK, verify_bundle, verify_reviews
 
 PRIVATE = "PRIVATE plan: list the files first"  # what no published byte may hold
 

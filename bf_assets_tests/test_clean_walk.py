@@ -1,5 +1,5 @@
 """The cleaner's one-loop copy and its per-key rules looked up once
-(``bf_assets.curate.clean``) give what the rules written out for every key give: the same
+(``bf_assets.redact.clean``) give what the rules written out for every key give: the same
 cleaned value and the same counts."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from bf_assets.curate import clean
-from bf_assets.curate.clean import (
+from bf_assets.redact import PLACEHOLDER, clean
+from bf_assets.redact.clean import (
     BANNED_KEYS,
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
@@ -20,7 +20,6 @@ from bf_assets.curate.clean import (
     reasoning_key_kind,
     secret_named,
 )
-from bf_assets.redact import PLACEHOLDER
 from bf_assets.redact.engine import is_marker
 from bf_assets_tests.leakproof_corpus import corpus, look_alikes
 

@@ -129,7 +129,7 @@ def test_a_crash_is_exit_2_never_1(
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("internal failure")
 
-    monkeypatch.setattr("bf_assets.batch.run.review_roots", boom)
+    monkeypatch.setattr("bf_assets.corpus.run.review_roots", boom)
     code, _, err = _run(["review", str(healthy.root), "--json"], capsys)
     assert code == 2 and "internal error" in err
 

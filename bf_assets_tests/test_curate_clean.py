@@ -5,14 +5,14 @@ from collections import Counter
 
 import pytest
 
-from bf_assets.curate.clean import (
+from bf_assets.curate.scan import scan_value, text_hits
+from bf_assets.redact.clean import (
     CleanStats,
     clean_document,
     clean_text,
     clean_value,
     strip_host_paths,
 )
-from bf_assets.curate.scan import scan_value, text_hits
 
 SECRET = "key sk-ant-" + "a1B2" * 8
 PATH = "/home/alice/work/run.log"

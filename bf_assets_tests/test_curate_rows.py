@@ -13,7 +13,6 @@ import pytest
 from trialkit import FINISHED, ROWS_FILE, Trial, healthy_spec
 
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanStats, clean_value, strip_host_paths
 from bf_assets.curate.rows import (
     CurationError,
     build_row,
@@ -24,6 +23,7 @@ from bf_assets.curate.rows import (
 from bf_assets.curate.scan import scan_row, schema_problems
 from bf_assets.curate.schema import column_names
 from bf_assets.ingest.readers import ReadLimits
+from bf_assets.redact.clean import CleanStats, clean_value, strip_host_paths
 
 SECRET = "sk-ant-api03-" + "Zx9" * 14
 HOST = "/home/alice/projects/bench/notes.txt"
@@ -234,7 +234,7 @@ def test_message_normalisation() -> None:
 
 
 def test_repeated_text_is_cleaned_once_and_counted_per_occurrence() -> None:
-    from bf_assets.curate.clean import Cleaner
+    from bf_assets.redact.clean import Cleaner
 
     long_text = f"{SECRET} at {HOST} " + "x" * 1000
     stats = CleanStats()

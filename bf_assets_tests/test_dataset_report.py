@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.coverage import Coverage, compute_coverage
 from bf_assets.dataset.coverage_svg import COLORS, DUPLICATE_COLOR, coverage_svg, svg_data_uri

@@ -90,7 +90,7 @@ def test_every_asset_has_a_code_version_of_its_module() -> None:
 
 def test_the_code_version_covers_what_the_asset_imports() -> None:
     ingest = conventions.module_closure(["bf_assets.defs.ingest"])
-    for mod in ("bf_assets.review.tables", "bf_assets.batch.inventory", "bf_assets.gate"):
+    for mod in ("bf_assets.review.tables", "bf_assets.corpus.inventory", "bf_assets.gate"):
         assert mod in ingest
     pages = conventions.module_closure(["bf_assets.defs.pages"])
     assert "bf_assets.pages.site" in pages

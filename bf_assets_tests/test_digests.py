@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bf_assets.batch.run import _spill_chunk, review_trial, spill_options
+from bf_assets.corpus.run import _spill_chunk, review_trial, spill_options
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.readers import (
     DEFAULT_LIMITS,

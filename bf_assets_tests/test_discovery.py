@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from trialkit import JOB, Trial, build_trial, healthy_spec
 
-from bf_assets.batch.run import review_roots, review_trial
+from bf_assets.corpus.run import review_roots, review_trial
 from bf_assets.ingest.discovery import TrialRef, discover, discover_jobs
 from bf_assets.review.options import ReviewOptions
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from bf_assets.batch.run import review_trial
+from bf_assets.corpus.run import review_trial
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.review import tables
 from bf_assets.review.tables import frame_records, reviews_from_frame, validated_frames

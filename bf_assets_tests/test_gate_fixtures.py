@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, check_ids, healthy_spec
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 from bf_assets.gate.run import run_gate
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.scan import scan_trial

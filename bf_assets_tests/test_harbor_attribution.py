@@ -11,7 +11,7 @@ import pytest
 from test_harbor_logs import checks, harbor_result, of, review, scanned, write_trial
 from trialkit import LLM_FILE, healthy_spec, timeout_spec
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.scan import scan_trial
 from bf_assets.review.options import ReviewOptions

@@ -7,8 +7,8 @@ import random
 
 from leakproof_corpus import corpus, look_alikes
 
-from bf_assets.curate.clean import _PATH_HINT, HOST_PATH_RULES, CleanStats, strip_host_paths
 from bf_assets.curate.scan import host_paths_in
+from bf_assets.redact.clean import _PATH_HINT, HOST_PATH_RULES, CleanStats, strip_host_paths
 
 PATHS = [
     "/home/alice/x",

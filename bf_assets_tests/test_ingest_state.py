@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bf_assets.batch import ingest_state
-from bf_assets.batch.ingest_state import (
+from bf_assets.corpus import ingest_state
+from bf_assets.corpus.ingest_state import (
     INGEST_TABLES,
     STATE_FILE,
     IngestState,

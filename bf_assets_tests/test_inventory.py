@@ -1,13 +1,13 @@
-"""One read per trial for both ingest tables (``bf_assets.batch.inventory``)."""
+"""One read per trial for both ingest tables (``bf_assets.corpus.inventory``)."""
 
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from bf_assets.batch import inventory
-from bf_assets.batch import run as review
-from bf_assets.batch.run import review_refs
+from bf_assets.corpus import inventory
+from bf_assets.corpus import run as review
+from bf_assets.corpus.run import review_refs
 from bf_assets.ingest.discovery import TrialRef, discover_trials
 from bf_assets.review.options import ReviewOptions
 from bf_assets.review.tables import audit_frames, raw_frame, validated_frames

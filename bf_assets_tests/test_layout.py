@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "bf_assets"
-ROOT_MODULES = {"__init__", "contract", "findings", "definitions"}
+ROOT_MODULES = {"__init__", "contract", "findings", "files", "settings", "definitions"}
 
 
 def _module_name(p: Path) -> str:
@@ -79,12 +79,54 @@ def test_the_cycle_finder_finds_a_circle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
 
 
+# The stages, lowest first: each imports only from its own stage and those below it.
+STAGES = [
+    {"contract", "files", "settings", "defaults", "components"},
+    # what leaves the machine is cleaned (secrets, host paths, reasoning, keys), and the
+    # finding record, whose evidence is cleaned when it is made
+    {"redact", "findings"},
+    {"ingest"},
+    {"gate"},
+    {"audit"},
+    {"review"},  # one trial
+    {"dataset"},  # the dataset review: the one decision
+    {"corpus"},  # many trials: the walk, the pool, the cache, the review of a corpus
+    {"curate"},
+    {"publish"},
+    {"pages"},
+    {"defs"},
+    {"definitions"},
+    {"cli"},
+]
+
+
+def _stage(module: str) -> int:
+    part = module.split(".")[1] if "." in module else ""
+    for level, names in enumerate(STAGES):
+        if part in names:
+            return level
+    raise AssertionError(f"{module} belongs to no stage of the layout")
+
+
 def test_the_package_root_holds_only_the_vocabulary_and_the_code_location() -> None:
     loose = {p.stem for p in PKG.glob("*.py")}
     assert loose == ROOT_MODULES
     stages = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    assert {"ingest", "gate", "audit", "review", "batch", "dataset", "curate", "publish"} <= stages
-    assert {"defs", "cli", "redact"} <= stages  # redact: the secret rule engine and its data
+    assert stages | {"__init__"} | (ROOT_MODULES - {"__init__"}) <= set().union(*STAGES) | {
+        "__init__"
+    }
+
+
+def test_no_import_runs_back_up_the_pipeline() -> None:
+    """Each stage imports only what lies below it (function-level imports included)."""
+    back_up = sorted(
+        f"{name} -> {dep}"
+        for name, deps in _graph().items()
+        if name != "bf_assets"
+        for dep in deps
+        if dep != "bf_assets" and _stage(dep) > _stage(name)
+    )
+    assert back_up == []
 
 
 def test_the_package_never_imports_the_sample_generator() -> None:

@@ -12,12 +12,12 @@ import pytest
 from leakproof_corpus import corpus, look_alikes
 from trialkit import healthy_spec
 
-from bf_assets.curate.clean import Cleaner
-from bf_assets.curate.memo import ENTRY_OVERHEAD, BytesMemo
 from bf_assets.pages import scrub as scrub_mod
 from bf_assets.pages.cleaner import PageCleaner
 from bf_assets.pages.scrub import Scrub
 from bf_assets.redact import default_rules
+from bf_assets.redact.clean import Cleaner
+from bf_assets.redact.memo import ENTRY_OVERHEAD, BytesMemo
 
 TEXTS = [p.text for p in corpus()] + look_alikes() + ["", "plain words", "/home/bob/x"]
 
@@ -117,7 +117,7 @@ class _ExactCleaner(Cleaner):
 def test_a_page_equals_the_page_the_plain_cleaner_makes(
     runs_root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bf_assets.batch.run import review_refs
+    from bf_assets.corpus.run import review_refs
     from bf_assets.dataset.assemble import assemble
     from bf_assets.ingest.discovery import discover
     from bf_assets.pages.trial import PageInput, render_trial

@@ -11,8 +11,8 @@ import dagster as dg
 import pytest
 from trialkit import ACP_FILE, LLM_FILE, TrialSpec, healthy_spec, peak_traced_memory
 
-from bf_assets.batch.run import review_refs
 from bf_assets.cli.main import main
+from bf_assets.corpus.run import review_refs
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.quarantine import QuarantineEntry, trial_path

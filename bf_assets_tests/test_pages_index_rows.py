@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bf_assets.batch.run import review_refs
+from bf_assets.corpus.run import review_refs
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.ingest.discovery import discover_trials
 from bf_assets.pages.site import write_pages

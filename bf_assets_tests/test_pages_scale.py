@@ -11,10 +11,10 @@ import pytest
 from test_pages_core import HOME_PATH, SECRET, review_dataset
 from trialkit import healthy_spec
 
-from bf_assets.curate import clean as clean_module
 from bf_assets.dataset.common import trial_key
 from bf_assets.pages import lines, site
 from bf_assets.pages.lines import TrialFiles
+from bf_assets.redact import clean as clean_module
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bf_assets.batch.places import pages_url
 from bf_assets.cli.pages_server import make_server
+from bf_assets.settings import pages_url
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_the_page_server_renders_a_page_left_for_when_it_is_asked_for(
     works through the server, which renders the page once and writes it beside the others."""
     from trialkit import healthy_spec
 
-    from bf_assets.batch.run import review_refs
+    from bf_assets.corpus.run import review_refs
     from bf_assets.dataset.assemble import assemble
     from bf_assets.dataset.common import trial_key
     from bf_assets.ingest.discovery import discover

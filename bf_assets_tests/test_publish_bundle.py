@@ -366,7 +366,7 @@ def test_shared_writer_fixture_with_planted_leaks(tmp_path: Path, fixtures_dir: 
     The copy of the with-skill pass is made a no-skill run: as written it proves no skill
     load (no catalog, no known task skill), so it is quarantined (SKILL_CATALOG_UNKNOWN,
     checks.md §1) and could not be exported."""
-    from bf_assets.batch.run import review_roots
+    from bf_assets.corpus.run import review_roots
 
     job = "2026-06-01__00-00-00"
     root = tmp_path / "jobs"

@@ -181,7 +181,7 @@ def test_a_failing_check_blocks_publish_and_publish_alone_refuses(
     leaky_trial(runs_root)
     d = make_defs(runs_root, tmp_path)
     import bf_assets.curate.rows as rows
-    from bf_assets.curate.clean import Cleaner
+    from bf_assets.redact.clean import Cleaner
 
     class Broken(Cleaner):  # a redaction bug: rows pass through uncleaned
         def value(self, value: Any) -> Any:

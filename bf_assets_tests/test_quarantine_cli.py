@@ -63,7 +63,7 @@ def decide(corpus: Path, file: Path, action: str, trial: str, reason: str = "che
 
 
 def exported(corpus: Path, file: Path, tmp: Path) -> tuple[set[str], str]:
-    from bf_assets.batch.run import review_refs
+    from bf_assets.corpus.run import review_refs
 
     reviews = review_refs(discover([str(corpus)]).trials, ReviewOptions())
     bundle = bundle_reviews(reviews, tmp / "staging", quarantine_path=str(file))

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import pytest
 from leakproof_corpus import ALNUM, B64, B64URL, HEX, Gen
 
-from bf_assets.curate.clean import clean_document, clean_value, redact_text_stable
 from bf_assets.curate.detect_secrets_scan import detect
 from bf_assets.redact import redact_text, secret_spans
+from bf_assets.redact.clean import clean_document, clean_value, redact_text_stable
 
 G = Gen(36)
 PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]+\]")

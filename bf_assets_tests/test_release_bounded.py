@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bf_assets.curate import clean
 from bf_assets.defs.review import report_excerpt
+from bf_assets.redact import clean
 
 
 def test_a_long_report_goes_into_the_metadata_as_its_head_and_where_the_rest_is(

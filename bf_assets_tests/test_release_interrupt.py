@@ -162,7 +162,7 @@ def test_a_release_stopped_during_its_release_job_says_interrupted(
 LOST_WORKER = textwrap.dedent(
     """
     import os, signal, sys
-    import bf_assets.batch.inventory as inventory
+    import bf_assets.corpus.inventory as inventory
 
     main_pid, real = os.getpid(), inventory.inventory_review
     marker = os.path.join(os.getcwd(), "worker-killed")

@@ -11,9 +11,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from bf_assets.batch.ingest_state import table_file
-from bf_assets.batch.places import local_tables
 from bf_assets.cli.main import main
+from bf_assets.corpus.ingest_state import table_file
+from bf_assets.settings import local_tables
 from bf_assets_tests.releasekit import isolated_release, published_digests
 from bf_sample.generator import generate_corpus
 
@@ -91,7 +91,7 @@ def test_an_edit_during_the_read_is_a_change_next_time(
     """The fingerprints a release records (its own and the sensor's) are taken before the
     trials are read: a file that lands while its trial is read makes its job directory a
     change for the sensor and for the next release, never a table silently behind it."""
-    from bf_assets.batch import inventory
+    from bf_assets.corpus import inventory
     from bf_assets.defs.sensors import ingested_fingerprints
     from bf_assets.ingest.discovery import discover_jobs
 

@@ -30,7 +30,7 @@ from leakproof_corpus import LOWER_ALNUM, Gen, Planted
 from test_leakproof_bundle import published_values
 from trialkit import TrialSpec, healthy_spec
 
-from bf_assets.batch.run import review_refs
+from bf_assets.corpus.run import review_refs
 from bf_assets.dataset.reportfiles import (
     EXCLUDED_FINDING_KEYS,
     EXCLUDED_TRIAL_KEYS,

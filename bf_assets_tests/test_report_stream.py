@@ -8,7 +8,6 @@ from pathlib import Path
 import orjson
 from trialkit import build_trial, healthy_spec
 
-from bf_assets.curate.clean import clean_value
 from bf_assets.dataset.reportfiles import (
     REPORT_JSON,
     ReportContext,
@@ -17,6 +16,7 @@ from bf_assets.dataset.reportfiles import (
     write_report_json,
 )
 from bf_assets.publish.bundle import review_exports
+from bf_assets.redact.clean import clean_value
 
 SECRET = "sk-ant-api03-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LzXcVbNm-AAAA"
 

@@ -15,7 +15,6 @@ import pytest
 from leakproof_corpus import Gen
 
 from bf_assets.contract import Outcome
-from bf_assets.curate.clean import Cleaner, CleanStats
 from bf_assets.dataset.assemble import assemble, report_markdown
 from bf_assets.dataset.lift_svg import lift_svg
 from bf_assets.dataset.reportmarkup import MarkdownValues, md_cell, md_text
@@ -30,6 +29,7 @@ from bf_assets.dataset.results import (
     results_table,
 )
 from bf_assets.publish.card import CardFacts, render_card
+from bf_assets.redact.clean import Cleaner, CleanStats
 from bf_assets.review.record import TrialReview
 from bf_assets_tests.review_samples import make_review
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from enginekit import local_resources, materialize_partitions
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 from bf_assets.defs.ingest import raw_trials, validated_trials
 from bf_assets.defs.resources import local_warehouse
 from bf_assets.defs.review import dataset_review

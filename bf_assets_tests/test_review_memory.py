@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bf_assets.batch.run import ReviewReport, review_roots
 from bf_assets.cli.main import _table
+from bf_assets.corpus.run import ReviewReport, review_roots
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.review.options import ReviewOptions
 from bf_sample.generator import generate_corpus

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from trialkit import LLM_FILE, Trial, healthy_spec
 
-from bf_assets.batch import cache
-from bf_assets.batch.run import review_trial
 from bf_assets.cli import main as cli
+from bf_assets.corpus import cache
+from bf_assets.corpus.run import review_trial
 from bf_assets.ingest.discovery import trial_fingerprint
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.review.options import ReviewOptions

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from trialkit import ACP_FILE, JOB, LLM_FILE, ROWS_FILE, Trial, healthy_spec
 
-from bf_assets.batch.run import review_trial
 from bf_assets.cli import main as cli
+from bf_assets.corpus.run import review_trial
 from bf_assets.dataset.decide import CURATION_ERROR
 from bf_assets.ingest.discovery import discover
 from bf_assets.ingest.readers import escape_name, unescape_name

@@ -1,6 +1,6 @@
 """The publish scan with a memo of walked objects finds exactly what the plain walk finds.
 
-The memo (``bf_assets.curate.scanmemo``) replays what the walk of an earlier copy of an
+The memo (``bf_assets.redact.scan_memo``) replays what the walk of an earlier copy of an
 object attempted; these tests compare its findings, finding for finding and in order, with
 the plain walk's on values full of repeated objects, leaks of every kind the scan reports
 and more findings than the per-check cap keeps.
@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bf_assets.curate.clean import BANNED_KEYS
 from bf_assets.curate.scan import MAX_PER_CHECK, scan_row, scan_value
-from bf_assets.curate.scanmemo import MAX_KEY_BYTES, ScanMemo
+from bf_assets.redact.clean import BANNED_KEYS
+from bf_assets.redact.scan_memo import MAX_KEY_BYTES, ScanMemo
 
 GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" + "K1l2M3n4O5p6Q7r8"  # 36 characters after the prefix
 AWS = "AKIA" + "Q4ZX7PL2MN8RT5VW"
@@ -141,7 +141,7 @@ def test_only_json_objects_within_the_size_bound_are_remembered() -> None:
 
 
 def test_a_full_memo_starts_afresh_and_stays_exact(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bf_assets.curate.scanmemo.MAX_BYTES", 4096)
+    monkeypatch.setattr("bf_assets.redact.scan_memo.MAX_BYTES", 4096)
     rows = _rows(99, 80)
     memo = ScanMemo()
     for n, row in enumerate(rows):

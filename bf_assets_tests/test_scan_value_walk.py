@@ -12,15 +12,15 @@ import orjson
 import pytest
 
 from bf_assets.curate import scan
-from bf_assets.curate.clean import (
+from bf_assets.findings import Finding, finding
+from bf_assets.redact import is_secret_key
+from bf_assets.redact.clean import (
     BANNED_KEYS,
     HOST_PATH_KEYS,
     parse_json_string,
     reasoning_kind,
     reasoning_name_kind,
 )
-from bf_assets.findings import Finding, finding
-from bf_assets.redact import is_secret_key
 from bf_assets_tests.leakproof_corpus import corpus, look_alikes
 
 

@@ -214,7 +214,7 @@ def test_a_file_landing_while_the_job_is_ingested_is_a_change(
     tables behind the files for good."""
     from enginekit import local_resources
 
-    from bf_assets.batch import inventory
+    from bf_assets.corpus import inventory
     from bf_assets.defs.ingest import ingest_trials
 
     real = inventory.inventory_review

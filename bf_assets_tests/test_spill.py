@@ -8,7 +8,7 @@ import orjson
 import pytest
 from trialkit import quarantine_first_trial
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 from bf_assets.review.options import ReviewOptions
 from bf_sample.generator import generate_corpus
 

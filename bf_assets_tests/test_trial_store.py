@@ -13,7 +13,7 @@ import pytest
 from trialkit import build_trial, quarantine_first_trial
 from upath import UPath
 
-from bf_assets.batch.run import review_refs
+from bf_assets.corpus.run import review_refs
 from bf_assets.dataset.assemble import assemble, report_markdown
 from bf_assets.dataset.reportfiles import ReportContext, report_files
 from bf_assets.dataset.store import StoreWriter, TrialStore

@@ -22,8 +22,8 @@ from trialkit import (
     timeout_spec,
 )
 
-from bf_assets.batch.cache import ReviewCache
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.cache import ReviewCache
+from bf_assets.corpus.run import review_roots
 from bf_assets.dataset.store import full_review
 from bf_assets.ingest.discovery import discover
 from bf_assets.pages.trial import PageInput, render_trial

@@ -43,7 +43,7 @@ def test_relative_settings_resolve_against_the_project_folder(
     assert roots.plan_path == str(project / "plan.yaml")
     assert roots.roots == [str(project / "runs" / "jobs")]
     assert PublishTarget().out_dir == str(project / "out")
-    from bf_assets.batch.places import warehouse_dir
+    from bf_assets.settings import warehouse_dir
 
     assert warehouse_dir() == "s3://bucket/wh"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bf_assets.batch.run import review_roots
+from bf_assets.corpus.run import review_roots
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = json.loads((Path(__file__).parent / "data" / "validator_baseline.json").read_text())

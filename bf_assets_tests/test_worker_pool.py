@@ -1,4 +1,4 @@
-"""The one worker pool (``bf_assets.batch.pool``): results in order, errors where they belong,
+"""The one worker pool (``bf_assets.corpus.pool``): results in order, errors where they belong,
 and a worker that ends unasked (the OOM killer, ``kill -9``, a signal) stops its pool's work
 with a clear error at once; nothing waits for it for ever.  A review told to stop (Ctrl-C,
 SIGTERM) stops, and a parent killed outright takes its workers along."""
@@ -21,8 +21,8 @@ import pytest
 from prockit import alive, children_of_killed, running
 from trialkit import build_trial
 
-from bf_assets.batch.pool import WorkerLost
-from bf_assets.batch.run import PARALLEL_MIN_TRIALS, pooled_in_order, worker_pool
+from bf_assets.corpus.pool import WorkerLost
+from bf_assets.corpus.run import PARALLEL_MIN_TRIALS, pooled_in_order, worker_pool
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="forked workers, POSIX signals"
@@ -194,7 +194,7 @@ def test_shutdown_stops_every_worker() -> None:
 PARENT_KILLED = textwrap.dedent(
     """
     import os, time
-    from bf_assets.batch.run import worker_pool
+    from bf_assets.corpus.run import worker_pool
 
     def pid(_):
         time.sleep(0.3)  # long enough for both workers to take one
@@ -217,7 +217,7 @@ def test_a_parent_killed_outright_takes_its_workers_along() -> None:
 REVIEW = textwrap.dedent(
     """
     import os, signal, sys, time
-    import bf_assets.batch.run as run
+    import bf_assets.corpus.run as run
 
     review = run._spill_chunk
     how, mark = sys.argv[2], sys.argv[3]

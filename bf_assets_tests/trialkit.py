@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bf_assets.batch.run import review_trial
+from bf_assets.corpus.run import review_trial
 from bf_assets.ingest.discovery import TrialRef, discover
 from bf_assets.ingest.readers import ReadLimits
 from bf_assets.review.options import ReviewOptions

@@ -55,7 +55,7 @@ ARGUMENTS = {"trl_sft": "object", "prime_sft": "string"}
 
 
 def build(out: Path) -> int:
-    from bf_assets.batch.run import review_roots
+    from bf_assets.corpus.run import review_roots
     from bf_assets.publish.bundle import bundle_reviews
 
     reviews = review_roots([SAMPLE_RUNS]).trials

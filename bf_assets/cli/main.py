@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO, NoReturn, TextIO
 import orjson
 
 if TYPE_CHECKING:  # the review code is imported only when a review actually runs
-    from bf_assets.batch.run import ReviewReport
+    from bf_assets.corpus.run import ReviewReport
     from bf_assets.ingest.discovery import TrialRef
 
 EXIT_OK, EXIT_UNHEALTHY, EXIT_ERROR = 0, 1, 2
@@ -271,7 +271,7 @@ def _review(args: argparse.Namespace) -> int:
     _check_input_files(args)
     if args.cache_dir:
         _check_cache_dir(Path(args.cache_dir))
-    from bf_assets.batch.run import review_roots
+    from bf_assets.corpus.run import review_roots
     from bf_assets.review.options import ReviewOptions
 
     opts = ReviewOptions(
@@ -331,7 +331,7 @@ def _release(args: argparse.Namespace) -> int:
     for p in args.runs:
         _check_run_root(p)
     if not args.runs:
-        from bf_assets.batch.places import default_run_root
+        from bf_assets.settings import default_run_root
 
         if not default_run_root().is_dir():
             raise _UsageError(
@@ -340,9 +340,9 @@ def _release(args: argparse.Namespace) -> int:
     if args.tasks and not Path(args.tasks).is_dir():
         raise _UsageError(f"--tasks {args.tasks!r} is not a directory")
     _check_input_files(args)
-    from bf_assets.batch.places import default_tasks_root
     from bf_assets.cli.progress import Phases
     from bf_assets.cli.release import BLOCKED, PUBLISHED, UnwritablePlace, run_release
+    from bf_assets.settings import default_tasks_root
 
     try:
         result = run_release(

@@ -6,7 +6,7 @@ review report and the trial pages, cleaned like the export), never the tables be
 and no file whose name starts with a dot.  A trial page the release left to be asked for
 (:mod:`bf_assets.pages.on_demand`) is rendered from the sources file beside that
 ``report/`` folder when it is first requested, and written beside the others.
-The UI's links come from ``$BF_PAGES_URL`` (:func:`bf_assets.batch.places.pages_url`).
+The UI's links come from ``$BF_PAGES_URL`` (:func:`bf_assets.settings.pages_url`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ review report ships inside the release (``<out>/report/``); a blocked release le
 the staged bundle.
 
 A job partition whose trials and tables are as the last release over the same run roots left
-them is not ingested again (:mod:`bf_assets.batch.ingest_state`: fingerprints of every trial,
+them is not ingested again (:mod:`bf_assets.corpus.ingest_state`: fingerprints of every trial,
 taken before anything is read, and the tables' own stats, checked against
 ``.ingest-state.json`` in the warehouse; ``--reread`` reads everything): a scheduled release
 over a growing corpus reads only what is new or changed, and publishes the same bytes as one
@@ -42,10 +42,9 @@ from typing import Any
 
 import orjson
 
-from bf_assets.batch.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
-from bf_assets.batch.places import local_tables
-from bf_assets.batch.run import review_context
 from bf_assets.cli.progress import Phases
+from bf_assets.corpus.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
+from bf_assets.corpus.run import review_context
 from bf_assets.dataset.reportfiles import REPORT_MD
 from bf_assets.defs.ranges import capped, ingest_run_trials, range_run_tags
 from bf_assets.files import exclusive_lock
@@ -53,6 +52,7 @@ from bf_assets.ingest.discovery import discover_trials
 from bf_assets.publish.local import check_targets
 from bf_assets.publish.targets import PublishError
 from bf_assets.review.options import ReviewOptions
+from bf_assets.settings import local_tables
 
 # The console shows only what cannot be told otherwise: a blocked release is an outcome, not
 # an error, and is explained by ``bf-assets release`` itself (every event stays in the run log).
@@ -97,7 +97,7 @@ MIN_FREE_BYTES = 16 * 1024 * 1024  # a disk fuller than this fails a release par
 
 def instance_home() -> Path:
     """``$DAGSTER_HOME``, else ``.dagster_home`` in the project folder (nothing is made)."""
-    from bf_assets.batch.places import project_dir
+    from bf_assets.settings import project_dir
 
     home = os.environ.get("DAGSTER_HOME")
     return Path(home) if home else project_dir() / ".dagster_home"
@@ -138,7 +138,7 @@ def check_writable(folder: Path, what: str) -> None:
 def check_places(roots: Sequence[str]) -> None:
     """The folders a release over ``roots`` writes before it publishes: its Dagster home
     and its warehouse (:func:`check_writable`)."""
-    from bf_assets.batch.places import local_warehouse
+    from bf_assets.settings import local_warehouse
 
     check_writable(instance_home(), "the Dagster home (DAGSTER_HOME)")
     check_writable(local_warehouse(roots), "the warehouse (BF_WAREHOUSE)")
@@ -272,7 +272,7 @@ def run_release(
     reread: bool = False,
     progress: Phases | None = None,
 ) -> ReleaseResult:
-    from bf_assets.batch.places import default_out_dir, default_run_root, default_tasks_root
+    from bf_assets.settings import default_out_dir, default_run_root, default_tasks_root
 
     roots = [str(Path(r).resolve()) for r in runs] or [str(default_run_root())]
     if not runs and tasks is None and default_tasks_root().is_dir():
@@ -324,7 +324,7 @@ def _hub_lock(repo_id: str) -> Path:
 
 
 def _warehouse_lock(roots: Sequence[str]) -> Path:
-    from bf_assets.batch.places import local_warehouse
+    from bf_assets.settings import local_warehouse
 
     return local_warehouse(roots) / ".release.lock"
 

@@ -75,7 +75,7 @@ def review_corpus(args: argparse.Namespace, progress: Callable[..., None] | None
         raise DecideError(f"--plan {plan!r} is not a file")
     if args.workers is not None and args.workers < 1:
         raise DecideError("--workers must be at least 1")
-    from bf_assets.batch.run import review_refs
+    from bf_assets.corpus.run import review_refs
     from bf_assets.ingest.discovery import discover
     from bf_assets.review.options import ReviewOptions
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 
-from bf_assets.batch.lifetime import end_with_parent
-from bf_assets.batch.places import PAGES_URL_ENV, local_warehouse
+from bf_assets.corpus.lifetime import end_with_parent
+from bf_assets.settings import PAGES_URL_ENV, local_warehouse
 
 #: How long the children get to shut down after SIGTERM before they are killed.
 STOP_GRACE_S = 20.0
@@ -182,7 +182,7 @@ def supervise(commands: dict[str, list[str]], env: dict[str, str]) -> int:
 
 
 def _end_with_parent() -> Callable[[], None]:
-    """A ``preexec_fn`` ending the child with this process (``bf_assets.batch.lifetime``); the
+    """A ``preexec_fn`` ending the child with this process (``bf_assets.corpus.lifetime``); the
     supervisor forks from its only thread, where a ``preexec_fn`` is safe."""
     parent = os.getpid()
 

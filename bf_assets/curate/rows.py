@@ -26,11 +26,11 @@ from typing import Any
 import orjson
 
 from bf_assets.curate.candidate import RESULT_FILE, Candidate
-from bf_assets.curate.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.curate.schema import TIMING_FIELDS, TOKEN_USAGE, VERIFIERS_TASK
 from bf_assets.ingest.readers import DEFAULT_LIMITS, ReadLimits, read_document
 from bf_assets.ingest.rowstream import read_rows
 from bf_assets.ingest.scan import ACP_FILE, LLM_FILE, ROWS_FILE
+from bf_assets.redact.clean import CleanedItems, CleanedTexts, Cleaner, CleanStats
 from bf_assets.review.record import TrialReview
 
 MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")

@@ -5,7 +5,7 @@ string columns parsed, and every string that holds a JSON document parsed and wa
 turn) and reports what survived.  Secrets are looked for with a detector independent of the
 redactor (:mod:`bf_assets.curate.detect_secrets_scan`, detect-secrets' plugins); banned keys and
 private reasoning in any provider's shape are ``PUBLISH_BANNED_KEY``; reasoning written inline
-in text (think tags, a gpt-oss analysis channel, :mod:`bf_assets.curate.inline_reasoning`) is
+in text (think tags, a gpt-oss analysis channel, :mod:`bf_assets.redact.inline_reasoning`) is
 ``PUBLISH_REASONING``.  Evidence never carries
 the secret or the path itself, only where and what kind (the plugin's name for a secret).
 """
@@ -21,7 +21,11 @@ from typing import Any
 import orjson
 
 from bf_assets.contract import HEALTHY_OUTCOMES, Outcome, Verdict
-from bf_assets.curate.clean import (
+from bf_assets.curate.detect_secrets_scan import detect
+from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
+from bf_assets.findings import Finding, finding
+from bf_assets.ingest.messages import ROLES, check_messages, tool_names
+from bf_assets.redact.clean import (
     CACHE_MAX_ENTRIES,
     CACHE_MIN_CHARS,
     SHORT_CACHE_ENTRIES,
@@ -32,12 +36,8 @@ from bf_assets.curate.clean import (
     reasoning_name_kind,
     text_key,
 )
-from bf_assets.curate.detect_secrets_scan import detect
-from bf_assets.curate.inline_reasoning import reasoning_kinds_in
-from bf_assets.curate.scanmemo import Attempt, ScanMemo
-from bf_assets.curate.schema import CONFIGS, MESSAGE, TIMING_FIELDS, TOKEN_USAGE, Column
-from bf_assets.findings import Finding, finding
-from bf_assets.ingest.messages import ROLES, check_messages, tool_names
+from bf_assets.redact.inline_reasoning import reasoning_kinds_in
+from bf_assets.redact.scan_memo import Attempt, ScanMemo
 
 SECRET = "PUBLISH_SECRET"
 HOST_PATH = "PUBLISH_HOST_PATH"
@@ -161,7 +161,7 @@ def scan_value(
 ) -> list[Finding]:
     """Secrets, host paths and banned keys anywhere in a parsed value.  ``cache`` (shared by
     the caller across rows) lets text repeated across steps, rows and configs be scanned once;
-    ``memo`` (only for a value of JSON types, see :mod:`bf_assets.curate.scanmemo`), an
+    ``memo`` (only for a value of JSON types, see :mod:`bf_assets.redact.scan_memo`), an
     object repeated across steps, rows and configs be walked once.
 
     Every ``(key, value)`` is looked at depth first, the last child first, a string holding

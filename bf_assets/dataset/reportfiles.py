@@ -169,7 +169,7 @@ def report_files(
     (the UI's copy links the trial pages; the copy in a release links nothing outside it)."""
     cleaner = None
     if clean:
-        from bf_assets.curate.clean import Cleaner
+        from bf_assets.redact.clean import Cleaner
 
         cleaner = Cleaner()  # one cache of cleaned strings for the whole report
     pieces: Iterable[str] = report_pieces(

@@ -26,7 +26,7 @@ import dagster as dg
 import pandas as pd
 from upath import UPath
 
-from bf_assets.batch.ingest_state import partition_relpath
+from bf_assets.corpus.ingest_state import partition_relpath
 from bf_assets.curate.frames import exportable_candidates, exported_row_entries
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.defs.conventions import code_version, column_schema, owners

@@ -3,7 +3,7 @@
 ``raw_trials``, ``validated_trials``, ``findings``, ``skill_audit`` and ``trial_audits`` are
 one multi-asset (op ``ingest_trials``): the op finds its own partitions' trials and reads
 each once, for its file inventory and its review
-(``bf_assets.batch.inventory.review_with_inventory``); the graph still shows
+(``bf_assets.corpus.inventory.review_with_inventory``); the graph still shows
 ``raw_trials`` → the other four.  Any subset can be materialized (``raw_trials`` alone reads
 the inventory only).  A run may cover several job partitions (a backfill's runs of up to
 ``BF_BACKFILL_PARTITIONS_PER_RUN`` partitions, the runs of ``bf-assets release`` and of a
@@ -22,9 +22,9 @@ import dagster as dg
 import orjson
 import pandas as pd
 
-from bf_assets.batch.inventory import review_with_inventory
-from bf_assets.batch.summary import summarize
 from bf_assets.contract import Outcome, Severity, Verdict
+from bf_assets.corpus.inventory import review_with_inventory
+from bf_assets.corpus.summary import summarize
 from bf_assets.defs.conventions import TABLE_COLUMNS, code_version, column_schema, owners
 from bf_assets.defs.partitions import job_partitions
 from bf_assets.defs.ranges import backfill_partitions_per_run

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from upath import UPath
 
-from bf_assets.batch.ingest_state import partition_relpath
+from bf_assets.corpus.ingest_state import partition_relpath
 from bf_assets.dataset.common import dump_parted, load_parted
 from bf_assets.dataset.store import STORE_PREFIX, TrialStore
 

@@ -13,12 +13,12 @@ every trial.  The materialization's metadata links the index: a path, and a URL 
 
 import dagster as dg
 
-from bf_assets.batch.places import pages_url
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.conventions import code_version, owners
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.pages.on_demand import sources_beside
 from bf_assets.pages.site import PAGES_SUBDIR, write_pages
+from bf_assets.settings import pages_url
 
 
 @dg.asset(

@@ -8,7 +8,9 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from bf_assets.batch.places import (  # re-exported: where the project's files live
+from bf_assets.dataset.reportfiles import ReportContext
+from bf_assets.review.options import ReviewOptions
+from bf_assets.settings import (  # re-exported: where the project's files live
     PLAN_ENV,
     PROJECT_DIR_ENV,
     QUARANTINE_ENV,
@@ -28,8 +30,6 @@ from bf_assets.batch.places import (  # re-exported: where the project's files l
     roots_namespace,
     warehouse_dir,
 )
-from bf_assets.dataset.reportfiles import ReportContext
-from bf_assets.review.options import ReviewOptions
 
 __all__ = [
     "PLAN_ENV",

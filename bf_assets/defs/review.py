@@ -19,7 +19,6 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from bf_assets.batch.places import pages_url
 from bf_assets.contract import Verdict
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.coverage_svg import coverage_svg, svg_data_uri
@@ -38,6 +37,7 @@ from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, local_warehouse
 from bf_assets.review.record import TrialReview
 from bf_assets.review.tables import reviews_from_frame
+from bf_assets.settings import pages_url
 
 ALL_PARTITIONS = {"allow_missing_partitions": True}
 DATASET_IO = "dataset_io_manager"

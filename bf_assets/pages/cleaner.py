@@ -1,15 +1,15 @@
-"""The page cleaner: :class:`bf_assets.curate.clean.Cleaner` with remembered strings.
+"""The page cleaner: :class:`bf_assets.redact.clean.Cleaner` with remembered strings.
 
 Its results are exactly ``Cleaner.value`` and ``Cleaner.text``: the walk is the cleaner's
-own; every string's cleaned text is remembered (:class:`bf_assets.curate.memo.BytesMemo`,
+own; every string's cleaned text is remembered (:class:`bf_assets.redact.memo.BytesMemo`,
 bounded by bytes), so the text pages repeat (system prompts, tool definitions, the history
 every step's request carries, names and labels) is cleaned once per process.
 """
 
 from __future__ import annotations
 
-from bf_assets.curate.clean import CACHE_MIN_CHARS, Cleaner, CleanStats
-from bf_assets.curate.memo import BytesMemo
+from bf_assets.redact.clean import CACHE_MIN_CHARS, Cleaner, CleanStats
+from bf_assets.redact.memo import BytesMemo
 
 MEMO_BYTES = 8 * 1024 * 1024  # all the remembered strings of one process
 MEMO_ENTRY = 256 * 1024  # a string (with its result) over this is cleaned every time

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from bf_assets.curate.inline_reasoning import after_open_span, open_span_at_end
 from bf_assets.findings import Finding
 from bf_assets.pages.lines import TrialFiles, decode, safe_rel
 from bf_assets.pages.scrub import (
@@ -32,6 +31,7 @@ from bf_assets.pages.scrub import (
     bracket_depth,
     open_reasoning_at_end,
 )
+from bf_assets.redact.inline_reasoning import after_open_span, open_span_at_end
 
 CONTEXT = 3
 HEAD_LINES = 6

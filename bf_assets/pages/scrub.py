@@ -1,6 +1,6 @@
 """What a page may show: trial values cleaned the way the export cleans them, or raw.
 
-Parsed values go through :func:`bf_assets.curate.clean.clean_value` as they are (banned keys
+Parsed values go through :func:`bf_assets.redact.clean.clean_value` as they are (banned keys
 dropped, secret fields masked, secrets redacted, host paths replaced).  A page also shows raw
 file lines that cannot be parsed on their own (a line of a pretty-printed ``result.json``,
 the clipped head of a 100 MB JSONL line): before ``clean_value`` cleans such a fragment as
@@ -21,14 +21,14 @@ import sys
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, NamedTuple
 
-from bf_assets.curate.clean import (
+from bf_assets.pages.cleaner import PageCleaner
+from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
+from bf_assets.redact.clean import (
     BANNED_KEYS,
     HOST_PATH_KEYS,
     HOST_PATH_PLACEHOLDER,
     REASONING_PART_TYPES,
 )
-from bf_assets.pages.cleaner import PageCleaner
-from bf_assets.redact import PLACEHOLDER, default_rules, is_secret_key
 
 REMOVED = "[removed]"
 AHEAD = 64 * 1024  # what a clipped fragment's line holds after it, searched for part marks

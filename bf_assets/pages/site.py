@@ -31,8 +31,8 @@ from pathlib import Path
 
 import orjson
 
-from bf_assets.batch.cache import code_digest
-from bf_assets.batch.run import pooled_in_order
+from bf_assets.corpus.cache import code_digest
+from bf_assets.corpus.run import pooled_in_order
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.dataset.common import TrialKey, trial_key
 from bf_assets.dataset.quarantine import entry_matches, trial_path

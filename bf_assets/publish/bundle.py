@@ -48,7 +48,6 @@ import orjson
 
 from bf_assets.contract import ReleaseVerdict
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanStats
 from bf_assets.curate.rows import prime_sft_row, review_fields, task_row, trl_sft_rows
 from bf_assets.curate.schema import CONFIGS
 from bf_assets.dataset.assemble import DatasetReview, assemble, reason_lines
@@ -76,6 +75,7 @@ from bf_assets.publish.shards import (
     sha256_file,
 )
 from bf_assets.publish.splits import SplitPlan, assign_splits, resolve_spec
+from bf_assets.redact.clean import CleanStats
 from bf_assets.review.record import TrialReview
 
 CARD_PATH = "README.md"

@@ -32,7 +32,6 @@ from typing import Any
 import pyarrow as pa
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import (
     ARGUMENTS_FORM,
     CONFIG_CONSUMERS,
@@ -62,6 +61,7 @@ from bf_assets.dataset.results import ResultsTable, card_markdown
 from bf_assets.publish.changes import changes_markdown
 from bf_assets.publish.excluded import EXCLUDED_PATH
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH, pipeline_version
+from bf_assets.redact.clean import CleanStats, clean_value
 
 TAGS = ["agents", "trajectories", "tool-use", "sft", "rl", "benchflow", "skillsbench"]
 LICENSE_PATH = "LICENSE"

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from bf_assets.curate.clean import Cleaner
 from bf_assets.dataset.decide import Exclusion
+from bf_assets.redact.clean import Cleaner
 
 EXCLUDED_PATH = "meta/excluded.jsonl"
 REQUIRED_KEYS = ("job", "rollout", "reason")

@@ -22,10 +22,10 @@ from typing import Any
 import orjson
 
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanStats, clean_value
 from bf_assets.curate.schema import SCHEMA_VERSION
 from bf_assets.dataset.decide import Exclusion
 from bf_assets.publish.excluded import excluded_pointer
+from bf_assets.redact.clean import CleanStats, clean_value
 from bf_assets.review.record import SLOT_FIELDS
 
 MANIFEST_PATH = "meta/manifest.json"

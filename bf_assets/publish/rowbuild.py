@@ -9,12 +9,12 @@ batches of :data:`BATCH` candidates, at most two batches a worker waiting; a sma
 built here.
 
 Each outcome is made alone: the row, its cleaned steps (compact JSON, for the ``trl_sft``
-projection) and what cleaning counted for that trial (:class:`~bf_assets.curate.clean.CleanStats`
+projection) and what cleaning counted for that trial (:class:`~bf_assets.redact.clean.CleanStats`
 of its own), or why it could not be built.  The caller decides, in order, which outcomes it
 uses (a trial whose artifacts an earlier one already exported is a duplicate: its outcome is
 dropped, counts and all), so a release's rows, shards and counts are the same whether its
 rows were built here or by workers.  Each process remembers the long strings it cleaned
-across the trials it builds (:class:`~bf_assets.curate.clean.CleanedTexts`): what cleaning
+across the trials it builds (:class:`~bf_assets.redact.clean.CleanedTexts`): what cleaning
 gives and counts for a string depends on the string alone.
 
 The rows of a job partition are built once, where the partition is ingested
@@ -40,9 +40,9 @@ import orjson
 from upath import UPath
 
 from bf_assets.curate.candidate import Candidate
-from bf_assets.curate.clean import CleanedTexts, CleaningError, CleanStats, clean_value
 from bf_assets.curate.rows import CurationError, build_row
 from bf_assets.files import atomic_writer
+from bf_assets.redact.clean import CleanedTexts, CleaningError, CleanStats, clean_value
 
 # Cleaned long strings a process remembers across the trials it builds (least recently used
 # dropped first): the rows of a harness and task repeat their prompts and tools.
@@ -118,7 +118,7 @@ def _in_workers(
     batches: Sequence[Sequence[Candidate]], steps: bool, workers: int
 ) -> Iterator[list[Outcome]]:
     """Each batch's outcomes, in order, from forked workers."""
-    from bf_assets.batch.run import pooled_in_order
+    from bf_assets.corpus.run import pooled_in_order
 
     return pooled_in_order(workers, _batch_in_worker, ((list(b), steps) for b in batches))
 

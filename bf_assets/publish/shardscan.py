@@ -29,9 +29,9 @@ import orjson
 import pyarrow.parquet as pq
 
 from bf_assets.curate.scan import SCHEMA, TextCache, scan_row, scan_value
-from bf_assets.curate.scanmemo import ScanMemo
 from bf_assets.curate.schema import CONFIGS, arrow_schema
 from bf_assets.findings import Finding, finding
+from bf_assets.redact.scan_memo import ScanMemo
 
 SCAN_BATCH_ROWS = 4  # rows made into Python values at a time
 PIECE_ROWS = 1024  # about this many rows (whole row groups) a piece of work
@@ -255,7 +255,7 @@ def arguments_findings(
 
 def _in_workers(bundle: Path, pieces: Sequence[_Piece], cap: int, most: int) -> Iterator[Result]:
     """Each piece's result, in order, from workers."""
-    from bf_assets.batch.run import pooled_in_order
+    from bf_assets.corpus.run import pooled_in_order
 
     workers = min(most, len(pieces))
     yield from pooled_in_order(workers, _piece_in_worker, ((bundle, p, cap) for p in pieces))

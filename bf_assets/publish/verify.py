@@ -36,7 +36,6 @@ from urllib.parse import unquote
 
 import orjson
 
-from bf_assets.curate.clean import Cleaner
 from bf_assets.curate.scan import (
     NOT_READY,
     PUBLISH_CHECKS,
@@ -46,7 +45,6 @@ from bf_assets.curate.scan import (
     scan_value,
     scan_values,
 )
-from bf_assets.curate.scanmemo import ScanMemo
 from bf_assets.curate.schema import DEFAULT_CONFIG
 from bf_assets.dataset.assemble import DatasetReview, reason_lines
 from bf_assets.dataset.common import TrialKey, show_key
@@ -64,6 +62,8 @@ from bf_assets.publish.excluded import (
 from bf_assets.publish.manifest import CHECKSUMS_PATH, MANIFEST_PATH
 from bf_assets.publish.shards import sha256_file
 from bf_assets.publish.shardscan import RowKey, scan_shards
+from bf_assets.redact.clean import Cleaner
+from bf_assets.redact.scan_memo import ScanMemo
 from bf_assets.review.record import TrialReview
 
 VERDICT_CHECK = "release_is_publishable"

@@ -1,4 +1,8 @@
-"""Secret redaction: maintained rules as data, stable placeholders and per-kind counts.
+"""What leaves the machine is cleaned: secret redaction (maintained rules as data, stable
+placeholders and per-kind counts, this module), and the cleaning of every value built on it
+(:mod:`bf_assets.redact.clean`: banned keys, host paths, reasoning, inline reasoning in
+:mod:`bf_assets.redact.inline_reasoning`), with the bounded memos it remembers work in
+(:mod:`bf_assets.redact.memo`, :mod:`bf_assets.redact.scan_memo`).
 
 The rule set, in priority order (an earlier rule names a merged span):
 

@@ -16,4 +16,4 @@ class ReviewOptions:
     hash_files: bool = False  # sha256 of files no check parses (the raw_trials inventory does)
     workers: int | None = None  # worker processes for large batches (None: every core)
     audits: bool = True  # False: the hard gate alone (the gate's own tests use this)
-    cache_dir: str | None = None  # reuse reviews of unchanged trials (bf_assets.batch.cache)
+    cache_dir: str | None = None  # reuse reviews of unchanged trials (bf_assets.corpus.cache)

@@ -97,7 +97,7 @@ def clean_message(text: str | None, *, last_line: bool = False) -> str | None:
     if not lines:
         return None
     line = lines[-1] if last_line else lines[0]
-    from bf_assets.curate.clean import clean_text  # bf_assets.curate imports the review
+    from bf_assets.redact.clean import clean_text  # bf_assets.curate imports the review
 
     out, _, _ = clean_text(line[:_MESSAGE_READ])
     out = " ".join(out.split())

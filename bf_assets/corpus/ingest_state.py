@@ -37,7 +37,7 @@ from pathlib import Path
 
 import orjson
 
-from bf_assets.batch.cache import code_digest
+from bf_assets.corpus.cache import code_digest
 from bf_assets.files import write_atomic
 from bf_assets.ingest.discovery import TrialRef, trial_fingerprint
 from bf_assets.ingest.treeprint import in_context
@@ -121,7 +121,7 @@ def job_prints(trials: Sequence[TrialRef], context: str | None) -> list[JobPrint
     if context is None or len(trials) < PARALLEL_MIN or (os.cpu_count() or 1) < 2:
         parts = [_job_prints(jobs, context)]
     else:
-        from bf_assets.batch.run import worker_pool
+        from bf_assets.corpus.run import worker_pool
 
         tasks: list[list[list[TrialRef]]] = [[]]
         size = 0

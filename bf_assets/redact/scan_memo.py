@@ -27,8 +27,8 @@ import hashlib
 
 import orjson
 
-from bf_assets.curate import memo
-from bf_assets.curate.memo import CountingMemo
+from bf_assets.redact import memo
+from bf_assets.redact.memo import CountingMemo
 
 MAX_KEY_BYTES = 256 * 1024  # a larger object is walked every time (it rarely repeats)
 MAX_BYTES = 32 * 1024 * 1024  # what the entries hold in all; the memo starts afresh past it

@@ -29,7 +29,7 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, TypeVar
 
-from bf_assets.batch.lifetime import end_with_parent
+from bf_assets.corpus.lifetime import end_with_parent
 
 T = TypeVar("T")
 

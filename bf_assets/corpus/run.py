@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from bf_assets.batch.summary import all_publishable, summarize
+from bf_assets.corpus.summary import all_publishable, summarize
 from bf_assets.dataset.assemble import DatasetReview, assemble
 from bf_assets.dataset.common import trial_key
 from bf_assets.dataset.decide import ExportDecision
@@ -34,7 +34,7 @@ from bf_assets.review.record import (
 from bf_assets.review.trial import crashed, review_uncached
 
 if TYPE_CHECKING:  # the pool is imported where one is started (a small batch needs none)
-    from bf_assets.batch.pool import WorkerPool
+    from bf_assets.corpus.pool import WorkerPool
 
 T = TypeVar("T")
 
@@ -42,7 +42,7 @@ T = TypeVar("T")
 def review_context(opts: ReviewOptions) -> str:
     """What a trial's review depends on besides its files and the code: the options and the
     task tree's state (part of every cache key)."""
-    from bf_assets.batch.cache import tree_digest
+    from bf_assets.corpus.cache import tree_digest
     from bf_assets.ingest.models import model_table
 
     return (
@@ -55,7 +55,7 @@ def review_trial(ref: TrialRef, options: ReviewOptions | None = None) -> TrialRe
     """Scan and gate one trial; never raises for anything the trial contains."""
     opts = options or ReviewOptions()
     if opts.cache_dir:
-        from bf_assets.batch.cache import ReviewCache
+        from bf_assets.corpus.cache import ReviewCache
 
         cache = ReviewCache(opts.cache_dir, review_context(opts))
         fp = cache.key(ref)
@@ -144,9 +144,9 @@ def worker_count(n_refs: int, opts: ReviewOptions, *, more_to_come: bool = False
 
 
 def worker_pool(workers: int) -> WorkerPool:
-    """The worker pool of a review batch (:class:`bf_assets.batch.pool.WorkerPool`): forked
+    """The worker pool of a review batch (:class:`bf_assets.corpus.pool.WorkerPool`): forked
     workers find what each of them reads already loaded (:func:`_preload`)."""
-    from bf_assets.batch.pool import WorkerPool, start_method
+    from bf_assets.corpus.pool import WorkerPool, start_method
 
     if start_method() == "fork":
         _preload()
@@ -157,7 +157,7 @@ def pooled_in_order(
     workers: int, fn: Callable[..., T], calls: Iterable[tuple[Any, ...]], *, ahead: int = 2
 ) -> Iterator[T]:
     """``fn(*args)`` for each ``args`` of ``calls``, in order, from a :func:`worker_pool` of
-    ``workers`` (:meth:`~bf_assets.batch.pool.WorkerPool.in_order`)."""
+    ``workers`` (:meth:`~bf_assets.corpus.pool.WorkerPool.in_order`)."""
     with worker_pool(workers) as pool:
         yield from pool.in_order(fn, calls, ahead=ahead)
 

@@ -11,7 +11,7 @@ Everything works on parsed values and walks iteratively.  :meth:`Cleaner.value` 
    ``reasoning`` items (summaries, ``encrypted_content``); chat-completion ``reasoning``,
    ``reasoning_content`` and ``reasoning_details``; Gemini ``thought: true`` parts and thought
    signatures; and reasoning written inline in any string, in the tags and channels of every
-   common model family (:mod:`bf_assets.curate.inline_reasoning`);
+   common model family (:mod:`bf_assets.redact.inline_reasoning`);
 3. mask the values of secret-named keys, and clean every string (keys included):
 
    * a string holding a JSON document (tool-call ``arguments``, a tool output that prints
@@ -46,12 +46,12 @@ import ahocorasick
 import orjson
 
 from bf_assets.contract import BANNED_MESSAGE_KEYS
-from bf_assets.curate.inline_reasoning import KINDS as INLINE_REASONING_KINDS
-from bf_assets.curate.inline_reasoning import strip_inline_reasoning
-from bf_assets.curate.memo import CountingMemo
-from bf_assets.curate.scanmemo import json_digest
 from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text, secret_spans
 from bf_assets.redact.engine import Span, is_marker, merge_spans
+from bf_assets.redact.inline_reasoning import KINDS as INLINE_REASONING_KINDS
+from bf_assets.redact.inline_reasoning import strip_inline_reasoning
+from bf_assets.redact.memo import CountingMemo
+from bf_assets.redact.scan_memo import json_digest
 
 # Verifier-only or gold content that must never reach a training row, beyond the contract's
 # banned keys.
@@ -853,7 +853,7 @@ class CleanedTexts:
 
 class CleanedItems(CountingMemo):
     """Cleaned copies of the objects that were list items, with what cleaning them counted,
-    by a digest of their JSON bytes (:func:`bf_assets.curate.scanmemo.json_digest`): a
+    by a digest of their JSON bytes (:func:`bf_assets.redact.scan_memo.json_digest`): a
     trial's steps each repeat the conversation so far, so each message would otherwise be
     walked once per later step.  Exact: an object that is a list item is cleaned the same
     wherever it is (its keys' rules look only at it), and two values of JSON types with the

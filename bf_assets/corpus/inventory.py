@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from bf_assets.batch import run as batch_run
-from bf_assets.batch.run import review_trial, worker_count, worker_pool
+from bf_assets.corpus import run as batch_run
+from bf_assets.corpus.run import review_trial, worker_count, worker_pool
 from bf_assets.ingest.discovery import TrialRef
 from bf_assets.ingest.readers import clear_path_cache
 from bf_assets.ingest.scan import scan_trial
