@@ -30,11 +30,6 @@ from bf_assets.defs.results import results
 from bf_assets.defs.review import dataset_review
 from bf_assets.defs.schedules import release_schedule
 from bf_assets.defs.sensors import new_job_dirs
-from bf_assets.defs.storage import tune_instance_storage
-
-# Run workers and code servers load this module before they write a run's events: the
-# project-local SQLite instance commits them without an fsync each (defs.storage).
-tune_instance_storage()
 
 
 def default_publish_target() -> PublishTarget:

@@ -35,17 +35,3 @@ def runs_root(tmp_path: Path) -> Path:
 def trial(runs_root: Path) -> Trial:
     """A freshly written healthy production trial (see :func:`trialkit.healthy_spec`)."""
     return build_trial(runs_root)
-
-
-@pytest.fixture
-def instance_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A Dagster instance home with the shipped ``dagster.yaml``, as ``DAGSTER_HOME``, with
-    the SQLite tuning in its default state (on)."""
-    from bf_assets.defaults import default_file
-
-    h = tmp_path / "home"
-    h.mkdir()
-    (h / "dagster.yaml").write_bytes(default_file("dagster.yaml"))
-    monkeypatch.setenv("DAGSTER_HOME", str(h))
-    monkeypatch.delenv("BF_SQLITE_WAL", raising=False)
-    return h

@@ -36,8 +36,8 @@ datasets = pytest.importorskip("datasets")
 
 @pytest.fixture(autouse=True, scope="module")
 def no_progress_threads() -> Any:
-    """No tqdm monitor thread while reading releases back: it outlives the test, and a
-    process with a second thread may not fork."""
+    """No tqdm monitor thread while reading releases back: it outlives the test, and the
+    later tests fork worker processes, which must not inherit a lock it holds."""
     import threading
 
     from tqdm import tqdm

@@ -407,9 +407,6 @@ def _release(
     progress: Phases,
 ) -> ReleaseResult:
     ensure_instance_home()
-    from bf_assets.defs.storage import tune_instance_storage
-
-    tune_instance_storage()
     # One "planned" event per asset for an ingest run over a range of partitions, not one per
     # asset and partition (5,000 events at 100,000 trials); the price, a partition of a failed
     # run not shown as failed, does not apply here: a failed ingest fails the release.
