@@ -302,3 +302,44 @@ def test_partition_blocks_never_take_in_other_partitions() -> None:
         "dagster/asset_partition_range_start": "a",
         "dagster/asset_partition_range_end": "b",
     }
+
+
+def test_the_bundle_is_verified_once_and_again_when_its_bytes_change(
+    tmp_path: Path, runs_root: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Curation verifies its bundle; the blocking checks and ``published_dataset`` read that
+    verification while the bundle holds the bytes it verified.  A byte changed after
+    curation is verified again, and refused."""
+    import bf_assets.defs.publish as publish_defs
+
+    calls: list[str] = []
+    real = publish_defs.verify_bundle
+
+    def counted(bundle_dir: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(str(bundle_dir))
+        return real(bundle_dir, *args, **kwargs)
+
+    monkeypatch.setattr(publish_defs, "verify_bundle", counted)
+    leaky_trial(runs_root)
+    d = make_defs(runs_root, tmp_path)
+    ingest(d, runs_root, instance)
+    res = release(d, instance)
+    assert res.success
+    assert len(calls) == 1  # curation's; the checks and the publish step read it
+    assert all(check_results(res).values())
+
+    # the bundle changes after curation: a run of published_dataset alone verifies it again
+    [bundle] = {Path(c) for c in calls}
+    card = bundle / "README.md"
+    card.write_text(card.read_text(encoding="utf-8") + "\nextra line\n", encoding="utf-8")
+    only = dg.define_asset_job(
+        "publish_only", selection=dg.AssetSelection.assets("published_dataset")
+    )
+    d2 = dg.Definitions.merge(d, dg.Definitions(jobs=[only]))
+    res2 = d2.resolve_job_def("publish_only").execute_in_process(
+        instance=instance, raise_on_error=False
+    )
+    assert len(calls) == 2
+    assert not res2.success
+    failure = next(e for e in res2.all_events if e.is_step_failure)
+    assert "refusing to publish" in str(failure.event_specific_data.error)

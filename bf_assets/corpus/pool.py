@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -218,8 +219,13 @@ def _worker_start(parent: int) -> None:
 
 
 def _exit_code(proc: BaseProcess) -> int | None:
-    """A process's exit code once its sentinel is ready (the executor may be reaping it)."""
+    """A process's exit code once its sentinel is ready.  The executor's thread may reap it
+    first: then this thread's wait finds no child, and the code appears once that thread
+    has recorded it."""
+    deadline = time.monotonic() + REAP_S
     proc.join(REAP_S)
+    while proc.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     return proc.exitcode
 
 

@@ -19,7 +19,7 @@ from bf_assets.contract import CHECKS
 from bf_assets.curate.scan import PUBLISH_CHECKS
 from bf_assets.dataset.assemble import DatasetReview
 from bf_assets.defs.io_managers import PartitionTables
-from bf_assets.defs.publish import load_candidates, verify_index
+from bf_assets.defs.publish import bundle_report, load_candidates
 from bf_assets.defs.resources import RunRoots
 from bf_assets.publish.verify import VERDICT_CHECK, GateReport
 
@@ -41,7 +41,7 @@ def gate_report(
     """The bundle verification against the dataset review's decision (the seven checks read
     this one verification)."""
     found = load_candidates(run_roots, review_report, raw_trials)
-    return verify_index(curated_rollouts, review_report, found)[2]
+    return bundle_report(curated_rollouts, review_report, found)[2]
 
 
 def check_result(name: str, report: GateReport) -> dg.AssetCheckResult:

@@ -33,7 +33,14 @@ from bf_assets.defs.conventions import code_version, column_schema, owners
 from bf_assets.defs.ingest import PARQUET_IO
 from bf_assets.defs.io_managers import ROW_COUNT_ATTR, PartitionTables
 from bf_assets.defs.partitions import job_partitions
-from bf_assets.defs.publish import ALL_PARTITIONS, PublishTarget, load_candidates
+from bf_assets.defs.publish import (
+    ALL_PARTITIONS,
+    GATE_REPORT_COLUMN,
+    PublishTarget,
+    gate_report_json,
+    load_candidates,
+    verify_index,
+)
 from bf_assets.defs.ranges import backfill_partitions_per_run
 from bf_assets.defs.resources import RunRoots, namespaced_warehouse, warehouse_dir
 from bf_assets.publish.bundle import Bundle, build_bundle
@@ -53,6 +60,7 @@ INDEX_COLUMNS = [
     "config",
     "split",
     "rows",
+    GATE_REPORT_COLUMN,  # the bundle's verification, on its first row (defs.publish)
 ]
 
 
@@ -179,6 +187,10 @@ def curated_rollouts(
         else "_none_"
     )
     index = bundle_index(bundle)
+    # the bundle verified once, here: the blocking checks and published_dataset read this
+    # verification while the bundle holds the bytes it verified
+    report = verify_index(index, review_report, candidates)[2]
+    index[GATE_REPORT_COLUMN] = [gate_report_json(report)] + [None] * (len(index) - 1)
     index.attrs[ROW_COUNT_ATTR] = len(bundle.exported)  # the UI's row count: rows exported
     return dg.Output(
         index,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import orjson
 import pandas as pd
 from pydantic import Field
 
@@ -28,7 +29,7 @@ from bf_assets.dataset.common import TrialKey
 from bf_assets.defs.conventions import code_version, owners, published_metadata
 from bf_assets.defs.io_managers import PartitionTables
 from bf_assets.defs.resources import RunRoots, default_out_dir, env_path, local_warehouse
-from bf_assets.findings import finding
+from bf_assets.findings import Finding, finding
 from bf_assets.publish.bundle import BundleOptions
 from bf_assets.publish.local import LocalFolderTarget, StagedRelease, check_targets
 from bf_assets.publish.manifest import MANIFEST_PATH
@@ -205,6 +206,67 @@ def load_candidates(
     return exported_candidates(dataset, raw, run_roots.roots)
 
 
+GATE_REPORT_COLUMN = "gate_report"  # curated_rollouts' verification of its bundle, on one row
+
+
+def gate_report_json(report: GateReport) -> str:
+    """A verification as JSON text (:func:`gate_report_from_json` reads it back)."""
+    return orjson.dumps(
+        {
+            "findings": {c: [f.to_dict() for f in fs] for c, fs in report.findings.items()},
+            "rows": report.rows,
+            "n_excluded": report.n_excluded,
+            "verdict": report.verdict,
+            "reasons": report.reasons,
+            "coverage": report.coverage,
+        },
+        default=str,
+    ).decode()
+
+
+def gate_report_from_json(text: str) -> GateReport:
+    d = orjson.loads(text)
+    return GateReport(
+        findings={c: [Finding.from_dict(f) for f in fs] for c, fs in d["findings"].items()},
+        rows=d["rows"],
+        n_excluded=d["n_excluded"],
+        verdict=d["verdict"],
+        reasons=d["reasons"],
+        coverage=d["coverage"],
+    )
+
+
+def _bytes_as_verified(bundle_dir: Path, index: pd.DataFrame) -> bool:
+    """Whether the bundle holds exactly the files of its index, each with the sha256 the
+    index gives (the bytes curated_rollouts verified)."""
+    listed = {str(p): str(h) for p, h in zip(index["path"], index["sha256"], strict=True)}
+    try:
+        on_disk = {
+            p.relative_to(bundle_dir).as_posix() for p in bundle_dir.rglob("*") if not p.is_dir()
+        }
+        return on_disk == set(listed) and all(
+            sha256_file(bundle_dir / rel) == digest for rel, digest in listed.items()
+        )
+    except OSError:
+        return False
+
+
+def bundle_report(
+    index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
+) -> tuple[Path, str, GateReport]:
+    """The bundle of an index table and every publish check on it: the verification
+    curated_rollouts recorded with the index, when the bundle still holds exactly the bytes
+    it verified; else a verification now (:func:`verify_index`)."""
+    stored = (
+        index[GATE_REPORT_COLUMN].dropna() if GATE_REPORT_COLUMN in index.columns else index[:0]
+    )
+    if len(stored) == 1 and index["bundle_dir"].nunique() == 1:
+        bundle_dir = Path(str(index["bundle_dir"].iloc[0]))
+        if _bytes_as_verified(bundle_dir, index):
+            return bundle_dir, str(index["tag"].iloc[0]), gate_report_from_json(stored.iloc[0])
+    return verify_index(index, dataset, candidates)
+
+
 def verify_index(
     index: pd.DataFrame, dataset: DatasetReview, candidates: dict[TrialKey, Candidate]
 ) -> tuple[Path, str, GateReport]:
@@ -250,7 +312,7 @@ def published_dataset(
     folder and, when configured, one commit + one tag on the Hub.  Refuses to publish a
     bundle that fails any publish check, whatever ran before it."""
     found = load_candidates(run_roots, review_report, raw_trials)
-    bundle_dir, tag, report = verify_index(curated_rollouts, review_report, found)
+    bundle_dir, tag, report = bundle_report(curated_rollouts, review_report, found)
     if not report.ok:
         raise dg.Failure(
             description=f"refusing to publish: {report.summary()}",
