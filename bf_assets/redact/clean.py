@@ -811,14 +811,14 @@ class CleanedTexts:
     instruction.  Exact: a string's result depends on the string alone.
     """
 
-    __slots__ = ("entries", "chars", "max_entries", "max_chars", "hits", "misses")
+    __slots__ = ("entries", "chars", "max_entries", "max_chars", "hits")
 
     def __init__(self, max_entries: int | None = None, max_chars: int | None = None) -> None:
         self.entries: OrderedDict[bytes, tuple[str, CleanStats]] = OrderedDict()
         self.chars = 0
         self.max_entries = CACHE_MAX_ENTRIES if max_entries is None else max_entries
         self.max_chars = CACHE_MAX_CHARS if max_chars is None else max_chars
-        self.hits = self.misses = 0
+        self.hits = 0
 
     def get(self, key: bytes) -> tuple[str, CleanStats] | None:
         hit = self.entries.get(key)
@@ -828,7 +828,6 @@ class CleanedTexts:
         return hit
 
     def put(self, key: bytes, result: tuple[str, CleanStats]) -> None:
-        self.misses += 1
         size = len(result[0])
         if size > self.max_chars:
             return
