@@ -95,14 +95,6 @@ def _rank(severity: str) -> int:
         return SEVERITY_RANK[Severity(severity)]
 
 
-def worst_severity(findings: Iterable[Finding]) -> str | None:
-    ranks = [_rank(f.severity) for f in findings]
-    if not ranks:
-        return None
-    best = min(ranks)
-    return next(s.value for s, r in SEVERITY_RANK.items() if r == best)
-
-
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Report order: worst severity first, then check id, then file and line."""
     return sorted(

@@ -69,8 +69,6 @@ class ReviewCache:
     def __init__(self, directory: str | os.PathLike[str], context: str) -> None:
         self.dir = Path(directory)
         self.context = hashlib.sha256(f"{code_digest()}\0{context}".encode()).hexdigest()
-        self.hits = 0
-        self.misses = 0
 
     def _path(self, fp: str) -> Path:
         return self.dir / fp[:2] / f"{fp}.json"
@@ -94,12 +92,9 @@ class ReviewCache:
         try:
             data = orjson.loads(self._path(fp).read_bytes())
         except (OSError, orjson.JSONDecodeError):
-            self.misses += 1
             return None
         if data.get("fingerprint") != fp or data.get("format") != FORMAT:
-            self.misses += 1
             return None
-        self.hits += 1
         r = data["review"]
         return TrialReview(
             ref=ref,

@@ -600,7 +600,3 @@ def group_jobs(
 
 def discover_jobs(roots: Sequence[str | os.PathLike[str]]) -> list[JobDir]:
     return group_jobs(discover_trials(roots))
-
-
-def trials_of_job(roots: Sequence[str | os.PathLike[str]], job_key: str) -> list[TrialRef]:
-    return [t for t in discover_trials(roots) if t.job_key == job_key]

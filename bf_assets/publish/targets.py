@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
@@ -55,10 +55,6 @@ class PublishResult:
             "tag": self.tag,
             "notes": list(self.notes),
         }
-
-
-class Target(Protocol):
-    def publish(self, bundle_dir: Path, tag: str) -> PublishResult: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,13 +29,11 @@ import os
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
 
 from bf_assets.redact.decode import spans_through_decodings
-from bf_assets.redact.engine import PLACEHOLDER, Rule, RuleSet, Span, is_marker
+from bf_assets.redact.engine import PLACEHOLDER, Rule, RuleSet, Span
 from bf_assets.redact.generic import GENERIC_RULES, VENDOR_RULES
 from bf_assets.redact.gitleaks import RULES_DIR, global_allow_from_doc, load_doc, rules_from_doc
 from bf_assets.redact.structural import STRUCTURAL_RULES
@@ -47,13 +45,11 @@ __all__ = [
     "find_secrets",
     "is_secret_key",
     "redact_text",
-    "redact_value",
     "secret_spans",
 ]
 
 CUSTOM_RULES = RULES_DIR / "custom.toml"
 RULES_ENV = "BF_ASSETS_SECRET_RULES"
-_KNOWN_MARKERS = ("***REDACTED***", "[REDACTED]", "<XXX-benchflow-key-values-XXX>")
 
 
 def load_custom(path: Path) -> list[Rule]:
@@ -221,52 +217,3 @@ def is_secret_key(name: str) -> bool:
     return norm in SECRET_KEY_NAMES or norm.endswith(
         ("_api_key", "_secret", "_password", "_passwd", "_token", "_secret_key", "_private_key")
     )
-
-
-def redact_value(value: Any, counts: Counter[str] | None = None, *, max_depth: int = 512) -> Any:
-    """Redact every string in a parsed JSON value (iteratively; never recurses in Python).
-
-    Values under secret-looking keys are replaced whatever they contain.
-    """
-    if isinstance(value, str):
-        return redact_text(value, counts)
-    if not isinstance(value, dict | list):
-        return value
-    root: list[Any] = [None]
-    stack: list[tuple[Any, Callable[[Any], None], int]] = [
-        (value, lambda v: root.__setitem__(0, v), 0)
-    ]
-    while stack:
-        src, put, depth = stack.pop()
-        if depth > max_depth:
-            put(None)
-            continue
-        if isinstance(src, dict):
-            dst: dict[str, Any] = {}
-            put(dst)
-            for k, v in src.items():
-                if isinstance(k, str) and is_secret_key(k) and isinstance(v, str) and v:
-                    if v in _KNOWN_MARKERS or is_marker(v):
-                        dst[k] = v
-                        continue
-                    if counts is not None:
-                        counts["secret_field"] += 1
-                    dst[k] = PLACEHOLDER.format(kind="secret_field")
-                elif isinstance(v, dict | list):
-                    dst[k] = None
-                    stack.append((v, lambda x, d=dst, key=k: d.__setitem__(key, x), depth + 1))
-                elif isinstance(v, str):
-                    dst[k] = redact_text(v, counts)
-                else:
-                    dst[k] = v
-        else:
-            lst: list[Any] = [None] * len(src)
-            put(lst)
-            for i, v in enumerate(src):
-                if isinstance(v, dict | list):
-                    stack.append((v, lambda x, li=lst, idx=i: li.__setitem__(idx, x), depth + 1))
-                elif isinstance(v, str):
-                    lst[i] = redact_text(v, counts)
-                else:
-                    lst[i] = v
-    return root[0]

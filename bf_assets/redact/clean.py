@@ -6,7 +6,7 @@ Everything works on parsed values and walks iteratively.  :meth:`Cleaner.value` 
 1. drop every banned key (``contract.BANNED_MESSAGE_KEYS`` plus verifier-only keys) at any
    depth, and replace the value of host-path keys (``rollout_dir``, ``effective_skills_dir``,
    …) with ``<HOST_PATH>``;
-2. drop private reasoning in every provider's shape (:data:`REASONING_KINDS`): Anthropic
+2. drop private reasoning in every provider's shape: Anthropic
    ``thinking``/``redacted_thinking`` blocks, their deltas and signatures; OpenAI Responses
    ``reasoning`` items (summaries, ``encrypted_content``); chat-completion ``reasoning``,
    ``reasoning_content`` and ``reasoning_details``; Gemini ``thought: true`` parts and thought
@@ -48,7 +48,6 @@ import orjson
 from bf_assets.contract import BANNED_MESSAGE_KEYS
 from bf_assets.redact import PLACEHOLDER, is_secret_key, redact_text, secret_spans
 from bf_assets.redact.engine import Span, is_marker, merge_spans
-from bf_assets.redact.inline_reasoning import KINDS as INLINE_REASONING_KINDS
 from bf_assets.redact.inline_reasoning import strip_inline_reasoning
 from bf_assets.redact.memo import CountingMemo
 from bf_assets.redact.scan_memo import json_digest
@@ -110,16 +109,6 @@ OPENAI_REASONING = "openai reasoning item"
 ENCRYPTED = "encrypted reasoning"
 REASONING_FIELD = "reasoning field"
 GEMINI_THOUGHT = "gemini thought"
-REASONING_KINDS = (
-    THINKING,
-    REDACTED_THINKING,
-    SIGNATURE,
-    OPENAI_REASONING,
-    ENCRYPTED,
-    REASONING_FIELD,
-    GEMINI_THOUGHT,
-    *INLINE_REASONING_KINDS,
-)
 # keys that are private reasoning wherever they appear
 REASONING_KEYS = {
     "reasoning_details": REASONING_FIELD,
@@ -521,7 +510,6 @@ def strip_host_paths(text: str, stats: CleanStats | None = None) -> str:
 
 
 _KEEP = object()
-_DROP = object()
 _MARKERS = ("[REDACTED", "***REDACTED***", "<XXX-benchflow-key-values-XXX>")
 CACHE_MIN_CHARS = 256  # shorter strings go through the process-wide cache below
 SHORT_CACHE_ENTRIES = 1 << 13  # recurring strings stay (LRU); one-off ones pass through
@@ -823,14 +811,14 @@ class CleanedTexts:
     instruction.  Exact: a string's result depends on the string alone.
     """
 
-    __slots__ = ("entries", "chars", "max_entries", "max_chars", "hits", "misses")
+    __slots__ = ("entries", "chars", "max_entries", "max_chars", "hits")
 
     def __init__(self, max_entries: int | None = None, max_chars: int | None = None) -> None:
         self.entries: OrderedDict[bytes, tuple[str, CleanStats]] = OrderedDict()
         self.chars = 0
         self.max_entries = CACHE_MAX_ENTRIES if max_entries is None else max_entries
         self.max_chars = CACHE_MAX_CHARS if max_chars is None else max_chars
-        self.hits = self.misses = 0
+        self.hits = 0
 
     def get(self, key: bytes) -> tuple[str, CleanStats] | None:
         hit = self.entries.get(key)
@@ -840,7 +828,6 @@ class CleanedTexts:
         return hit
 
     def put(self, key: bytes, result: tuple[str, CleanStats]) -> None:
-        self.misses += 1
         size = len(result[0])
         if size > self.max_chars:
             return

@@ -163,7 +163,6 @@ _NOT_SECRET_KEYS = re.compile(
 _SEP = _rx(
     r"(?P<close>\\?[\"'`]|\])?(?P<ws>[ \t]*)(?P<sep>:=|===?|!==?|=>|\?=|\|\|=|=|:)(?![=:/])[ \t]*(?P<at>@)?"
 )
-_FLAG = _rx(r"--?[A-Za-z0-9][A-Za-z0-9-]*(?:=|[ \t]+)")
 _PLACEHOLDER_VALUE = _rx(
     r"(?i)^(?:|null|none|nil|true|false|undefined|\*+|x{3,}|\.\.\.|<[^<>]*>|\$\{[^}]*\}|"
     r"\$\(?[A-Za-z_][A-Za-z0-9_]*\)?|\{\{.*\}\}|%[A-Za-z_][A-Za-z0-9_]*%)$"

@@ -95,7 +95,6 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (COHERE, _special("START_THINKING"), _special("END_THINKING")),
     (HARMONY, _HARMONY_OPEN, _HARMONY_CLOSE),
 )
-KINDS = tuple(kind for kind, _, _ in FAMILIES)
 
 # one alternation over every tag: group ``o<i>`` an opening tag, ``c<i>`` a closing one
 _TOKEN = re.compile(
