@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from bf_assets.cli.progress import Phases
 from bf_assets.corpus.ingest_state import INGEST_TABLES, IngestPlan, plan_ingest
 from bf_assets.corpus.run import review_context
@@ -493,16 +491,3 @@ def _release(
     result.hub_moved = bool(outcome.get("hub_moved"))
     result.message = outcome["message"]
     return result
-
-
-def summary_line(r: ReleaseResult) -> str:
-    return orjson.dumps(
-        {
-            "status": r.status,
-            "verdict": r.verdict,
-            "dataset": str(r.out_dir),
-            "report": str(r.report_md),
-            "tag": r.tag,
-            "hub": r.hub_url,
-        }
-    ).decode()
